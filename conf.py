@@ -1,0 +1,68 @@
+"""Sphinx configuration for the PyTorch custom operators tutorials."""
+
+import os
+import sys
+from datetime import date
+from pathlib import Path
+
+HERE = Path(__file__).parent.resolve()
+# Build logic lives in small extensions under _ext/, one concern per module.
+sys.path.insert(0, str(HERE / "_ext"))
+
+# -- Project -----------------------------------------------------------------
+
+project = "PyTorch Custom Operators"
+author = "The custom operators tutorial authors"
+copyright = f"{date.today().year}, {author}"
+
+# -- General -----------------------------------------------------------------
+
+extensions = [
+    "sphinx_gallery.gen_gallery",
+    "sphinx_design",
+    "sphinx_copybutton",
+]
+
+# Only reST sources are read; everything below is either generated or not
+# documentation at all.
+exclude_patterns = [
+    "_build",
+    "advanced",
+    "tests",
+    ".ci",
+    "README.md",
+    "**/.ipynb_checkpoints",
+]
+
+# -- Gallery -----------------------------------------------------------------
+
+sphinx_gallery_conf = {
+    "examples_dirs": "advanced",
+    "gallery_dirs": "tutorials",
+    # Every script is an example to run. GALLERY_PATTERN narrows a build to the
+    # pages whose path matches it; the other pages keep their last output.
+    "filename_pattern": os.environ.get("GALLERY_PATTERN") or r"/",
+    "within_subsection_order": "course_order.CourseOrder",
+    # A failing example stops the build, naming the file and the traceback.
+    "abort_on_example_error": True,
+    "remove_config_comments": True,
+    # Start every example from the state a fresh interpreter would have.
+    "reset_modules": ("matplotlib", "example_isolation.reset_torch"),
+    "first_notebook_cell": "%matplotlib inline",
+    "download_all_examples": True,
+    "show_signature": False,
+}
+
+# -- HTML --------------------------------------------------------------------
+
+html_theme = "pydata_sphinx_theme"
+html_title = "PyTorch Custom Operators"
+html_static_path = ["_static"]
+html_theme_options = {
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_show_sourcelink = False
+html_context = {"default_mode": "auto"}
+html_favicon = "_static/favicon.svg"

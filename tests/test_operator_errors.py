@@ -1,0 +1,90 @@
+"""The operators on the "Custom Python Operators" page reject bad input clearly.
+
+The page is executed once, as a reader's script would be, and its operators are
+then called through the dispatcher (``torch.ops.mylib``), the way any other
+code would reach them.
+"""
+
+import runpy
+
+import pytest
+import torch
+from conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def mylib():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    runpy.run_path(str(REPO / "advanced" / "python_custom_ops.py"), run_name="__main__")
+    return torch.ops.mylib
+
+
+IMAGE = torch.rand(3, 16, 20)  # channels, height, width
+
+
+@pytest.mark.parametrize("op_name", ["crop", "crop_exact"])
+@pytest.mark.parametrize(
+    "box, message",
+    [
+        ((10, 2, 24, 8), "must satisfy"),  # right edge leaves the image
+        ((-1, 2, 5, 8), "must satisfy"),  # left edge leaves the image
+        ((2, 10, 8, 17), "must satisfy"),  # bottom edge leaves the image
+        ((8, 2, 4, 8), "must satisfy"),  # right < left
+        ((2, 8, 6, 4), "must satisfy"),  # lower < upper
+        ((2, 2, 6), "must be \\(left, upper, right, lower\\)"),
+    ],
+)
+def test_crop_rejects_bad_boxes(mylib, op_name, box, message):
+    with pytest.raises(ValueError, match=message):
+        getattr(mylib, op_name)(IMAGE, box)
+
+
+@pytest.mark.parametrize("op_name", ["crop", "crop_exact"])
+@pytest.mark.parametrize("shape", [(16, 20), (1, 3, 16, 20)])
+def test_crop_rejects_images_that_are_not_3d(mylib, op_name, shape):
+    with pytest.raises(ValueError, match="must be a \\(C, H, W\\) image"):
+        getattr(mylib, op_name)(torch.rand(shape), (0, 0, 4, 4))
+
+
+@pytest.mark.parametrize("op_name", ["paste", "paste_exact"])
+@pytest.mark.parametrize(
+    "patch, coord, message",
+    [
+        (IMAGE.double()[:, :4, :4], (0, 0), "im1 is torch.float32 but im2 is"),
+        (IMAGE[:2, :4, :4], (0, 0), "channels"),
+        (IMAGE[:, :4, :4], (18, 0), "leaves an image"),
+        (IMAGE[:, :4, :4], (0, -1), "leaves an image"),
+        (IMAGE[0], (0, 0), "must be a \\(C, H, W\\) image"),
+    ],
+)
+def test_paste_rejects_mismatched_images(mylib, op_name, patch, coord, message):
+    with pytest.raises(ValueError, match=message):
+        getattr(mylib, op_name)(IMAGE, patch, coord)
+
+
+@pytest.mark.parametrize("op_name", ["paste", "paste_exact"])
+def test_paste_rejects_images_on_different_devices(mylib, op_name):
+    # A second device is always available as "meta"; a CUDA tensor is used too
+    # when a GPU is present.
+    others = ["meta"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in others:
+        with pytest.raises(ValueError, match="im1 is on cpu but im2 is on"):
+            getattr(mylib, op_name)(IMAGE, IMAGE[:, :4, :4].to(device), (0, 0))
+
+
+def test_numpy_sin_rejects_a_mismatched_output(mylib):
+    x = torch.rand(3)
+    with pytest.raises(ValueError, match="must match input"):
+        mylib.numpy_sin(x, torch.empty(4))
+    with pytest.raises(ValueError, match="must match input"):
+        mylib.numpy_sin(x, torch.empty(3, dtype=torch.float64))
+
+
+def test_crop_exact_is_exact_where_the_8bit_crop_is_not(mylib):
+    pic = torch.randn(3, 16, 20, dtype=torch.float64) * 10
+    box = (2, 3, 17, 12)
+    reference = pic[:, 3:12, 2:17]
+    assert torch.equal(mylib.crop_exact(pic, box), reference)
+    assert not torch.allclose(mylib.crop(pic, box), reference)
