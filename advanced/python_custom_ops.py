@@ -297,8 +297,8 @@ def check_paste(im1: torch.Tensor, im2: torch.Tensor, coord: Sequence[int]) -> N
         and upper + height <= im1.shape[1]
     ):
         raise ValueError(
-            f"a {height}x{width} patch at {tuple(coord)} leaves an image of "
-            f"shape {tuple(im1.shape)}"
+            f"im2 ({height}x{width} pixels) placed at {tuple(coord)} leaves im1 "
+            f"of shape {tuple(im1.shape)}"
         )
 
 
@@ -324,9 +324,9 @@ def _(im1, im2, coord):
 # gradient of the output and returns one gradient per input, ``None`` for the
 # box, which is not a tensor.
 #
-# ``register_autograd`` is the way to train through a custom operator. A
-# ``torch.autograd.Function`` that calls the operator looks similar, but it can
-# be silently wrong under ``torch.compile``.
+# PyTorch's documentation recommends ``register_autograd`` over wrapping the
+# operator in a ``torch.autograd.Function``: the latter can combine badly with
+# the operator's registration and give wrong results under ``torch.compile``.
 
 
 def crop_setup_context(ctx, inputs, output):
@@ -403,8 +403,8 @@ assert error_8bit > 0.5
 
 # %%
 # The error is huge because ``to_pil_image`` multiplies by 255 and casts to
-# unsigned 8-bit integers, which loses everything below about 1/255 and
-# wraps or clips everything outside [0, 1]. ``opcheck`` did not notice
+# unsigned 8-bit integers: every value is rounded to a multiple of 1/255, and
+# values outside [0, 1] cannot be represented at all. ``opcheck`` did not notice
 # because it compares the operator with itself, not with the truth.
 #
 # The gradient suffers too. The summed crop above had an upstream gradient of
@@ -548,7 +548,10 @@ paste_exact.register_autograd(
 # equals slicing bit for bit, for every dtype, including values far outside
 # [0, 1]; and pasting the crop back where it came from rebuilds the input.
 
-dtypes = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int64]
+dtypes = [
+    *(torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64),
+    *(torch.uint8, torch.int32, torch.int64, torch.bool),
+]
 test_box = (3, 4, 32, 20)
 for dtype in dtypes:
     pic = (torch.randn(3, 60, 60) * 100).to(dtype)
@@ -636,14 +639,17 @@ assert errors["crop_exact"].max() == 0 < errors["8-bit crop"].max()
 #
 # A box that leaves the image, a box turned inside out, an image that is not
 # three-dimensional, or two images that disagree on device or dtype all raise
-# a ``ValueError`` naming the problem, eagerly and under ``torch.compile``
-# alike, because the fake kernels run the same checks.
+# a ``ValueError`` naming the problem.
 
+# A second device to disagree with: the GPU if there is one, else "meta", a
+# device whose tensors have shapes but no data.
+other = "cuda" if torch.cuda.is_available() else "meta"
 bad_calls = {
     "box leaves the image": lambda: crop_exact(image, (50, 50, 70, 60)),
     "right < left": lambda: crop_exact(image, (30, 10, 20, 40)),
     "not a 3-D image": lambda: crop_exact(image[0], box),
     "dtypes differ": lambda: paste_exact(image, image.double()[:, :4, :4], (0, 0)),
+    "devices differ": lambda: paste_exact(image, image[:, :4, :4].to(other), (0, 0)),
     "patch leaves the canvas": lambda: paste_exact(image, image[:, :8, :8], (60, 0)),
 }
 for problem, call in bad_calls.items():
@@ -653,6 +659,23 @@ for problem, call in bad_calls.items():
         print(f"{problem:>24}: ValueError: {error}")
     else:
         raise AssertionError(f"expected a ValueError for: {problem}")
+
+# %%
+# The fake kernels run the same checks, so under ``torch.compile`` a bad box
+# is caught while compiling, before any real computation. Dynamo reports it as
+# a ``TorchRuntimeError`` that quotes our ``ValueError``:
+
+crop_outside = torch.compile(
+    lambda pic: crop_exact(pic, (50, 50, 70, 60)), fullgraph=True
+)
+try:
+    crop_outside(image)
+except torch._dynamo.exc.TorchRuntimeError as error:
+    quoted = next(line for line in str(error).splitlines() if "ValueError" in line)
+    print(quoted.strip())
+    assert "must satisfy 0 <= left < right <= 64" in quoted
+else:
+    raise AssertionError("expected compiling a bad crop to fail")
 
 # %%
 # Mutable Python custom operators

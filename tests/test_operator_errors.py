@@ -54,8 +54,8 @@ def test_crop_rejects_images_that_are_not_3d(mylib, op_name, shape):
     [
         (IMAGE.double()[:, :4, :4], (0, 0), "im1 is torch.float32 but im2 is"),
         (IMAGE[:2, :4, :4], (0, 0), "channels"),
-        (IMAGE[:, :4, :4], (18, 0), "leaves an image"),
-        (IMAGE[:, :4, :4], (0, -1), "leaves an image"),
+        (IMAGE[:, :4, :4], (18, 0), "leaves im1"),
+        (IMAGE[:, :4, :4], (0, -1), "leaves im1"),
         (IMAGE[0], (0, 0), "must be a \\(C, H, W\\) image"),
     ],
 )
