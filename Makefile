@@ -2,6 +2,7 @@
 #
 #   make html          build the site into _build/html, running every example
 #   make test          run the whole test suite (lint, examples, build, notebooks)
+#   make bench         measure build times and page weights (_build/bench.json)
 #
 # The first run creates a virtual environment from the pinned requirements in a
 # cache directory outside the clone, keyed by the requirements' hash, so every
@@ -21,12 +22,17 @@ BIN := $(VENV)/bin
 # them (say, after a fresh clone) is only touched.
 VENV_STAMP := $(VENV)/.installed-$(REQUIREMENTS_HASH)
 
+# Compiler caches (Inductor's generated code, compiled C++ extensions) live
+# beside the virtual environment, so they survive `make clean` and fresh clones.
+export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE_HOME)/pytorch-custom-ops-site/inductor-cache
+export TORCH_EXTENSIONS_DIR ?= $(CACHE_HOME)/pytorch-custom-ops-site/torch-extensions
+
 SPHINXOPTS ?= -W --keep-going
 BUILDDIR ?= _build
 # Build only the pages whose path matches this regex: GALLERY_PATTERN=crop make html
 export GALLERY_PATTERN
 
-.PHONY: html html-noplot test lint format clean venv
+.PHONY: html html-noplot test lint format clean venv bench
 
 html: $(VENV_STAMP)
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -37,10 +43,15 @@ html-noplot: $(VENV_STAMP)
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Cold, no-op and single-example build times, each example's run time and each
+# page's weight, measured in a scratch copy: _build/bench.json and a table.
+bench: $(VENV_STAMP)
+	$(BIN)/python tools/bench_build.py --venv $(VENV)
+
 lint: $(VENV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/sphinx-lint index.rst advanced/README.txt
+	$(BIN)/sphinx-lint index.rst start_here.rst advanced/
 
 format: $(VENV_STAMP)
 	$(BIN)/ruff format .

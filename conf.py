@@ -1,6 +1,7 @@
 """Sphinx configuration for the PyTorch custom operators tutorials."""
 
 import os
+import shutil
 import sys
 from datetime import date
 from pathlib import Path
@@ -21,6 +22,11 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "sphinx_design",
     "sphinx_copybutton",
+    # Reader experience: the landing page's cards, the verified stamp on each
+    # tutorial, and pages that fetch nothing from other hosts.
+    "tutorial_cards",
+    "verified_stamp",
+    "offline_pages",
 ]
 
 # Only reST sources are read; everything below is either generated or not
@@ -47,10 +53,29 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     "remove_config_comments": True,
     # Start every example from the state a fresh interpreter would have.
-    "reset_modules": ("matplotlib", "example_isolation.reset_torch"),
-    "first_notebook_cell": "%matplotlib inline",
+    "reset_modules": (
+        "matplotlib",
+        "example_isolation.reset_torch",
+        # Records the PyTorch version, devices and time of each run for the
+        # page's verified stamp.
+        "verified_stamp.record_execution",
+    ),
+    "first_notebook_cell": (
+        "%matplotlib inline\n"
+        "# This notebook needs PyTorch, torchvision, Pillow, NumPy and Matplotlib:\n"
+        "# %pip install torch torchvision pillow numpy matplotlib"
+    ),
     "download_all_examples": True,
+    # Examples run in parallel worker processes, one per core unless
+    # GALLERY_JOBS says otherwise; each page is independent of the others.
+    "parallel": int(os.environ.get("GALLERY_JOBS") or os.cpu_count() or 1),
+    # Figures are losslessly recompressed for the web when optipng is there
+    # (.ci/run installs it); without it the build still works.
+    "compress_images": ("images", "thumbnails") if shutil.which("optipng") else (),
     "show_signature": False,
+    # Pages that teach with tables rather than figures get the site's own
+    # thumbnail instead of Sphinx-Gallery's generic one.
+    "default_thumb_file": str(HERE / "_static" / "default_thumb.png"),
 }
 
 # -- HTML --------------------------------------------------------------------
@@ -66,3 +91,6 @@ html_theme_options = {
 html_show_sourcelink = False
 html_context = {"default_mode": "auto"}
 html_favicon = "_static/favicon.svg"
+# Figures on a light panel in dark mode, phone layout fixes, the cards and
+# the verified stamp.
+html_css_files = ["custom.css"]

@@ -1,24 +1,47 @@
-"""Order the gallery as a course rather than alphabetically.
+"""The course: the order of the tutorials and a one-line summary of each.
 
 Sphinx-Gallery sorts the examples of a gallery with a key class that it builds
-from the gallery's source directory (``within_subsection_order``). This one
-places the pages listed in ``COURSE`` first, in that order, and any page not
-listed yet after them, by file name, so a new page shows up before it has been
-given its place.
+from the gallery's source directory (``within_subsection_order``).
+``CourseOrder`` places the pages listed in ``COURSE`` first, in that order,
+and any page not listed yet after them, by file name, so a new page shows up
+before it has been given its place. The landing page's cards show each page's
+summary from ``COURSE`` (see ``tutorial_cards``), and warn about a page that
+is missing from it.
 """
 
-COURSE = [
-    "python_custom_ops.py",
-    "mutable_custom_ops.py",
-    "custom_op_registrations.py",
-    "fake_kernels_and_shapes.py",
-    "custom_ops_in_export.py",
-    "custom_op_troubleshooting.py",
-    "cpp_custom_ops.py",
-    "triton_custom_ops.py",
-    "custom_op_performance.py",
-    "custom_op_internals.py",
-]
+COURSE = {
+    "python_custom_ops.py": (
+        "Wrap a Python function as an operator that torch.compile and autograd "
+        "understand."
+    ),
+    "mutable_custom_ops.py": (
+        "Operators that write into buffers or update tensors in place."
+    ),
+    "custom_op_registrations.py": (
+        "Gradients, per-device kernels, vmap, autocast and dispatch rules."
+    ),
+    "fake_kernels_and_shapes.py": (
+        "Fake kernels for dynamic shapes and data-dependent output sizes."
+    ),
+    "custom_ops_in_export.py": (
+        "Export, save and reload a model that calls custom operators."
+    ),
+    "custom_op_troubleshooting.py": (
+        "The common mistakes, the errors they raise, and how to fix them."
+    ),
+    "cpp_custom_ops.py": (
+        "Write the kernel in C++; add its fake kernel and gradient from Python."
+    ),
+    "triton_custom_ops.py": (
+        "A Triton kernel as an operator that torch.compile can see into."
+    ),
+    "custom_op_performance.py": (
+        "What an operator costs per call, and when that overhead matters."
+    ),
+    "custom_op_internals.py": (
+        "What custom_op registers with the dispatcher, shown live."
+    ),
+}
 
 
 class CourseOrder:
@@ -28,7 +51,8 @@ class CourseOrder:
         self.src_dir = src_dir
 
     def __call__(self, filename):
-        position = COURSE.index(filename) if filename in COURSE else len(COURSE)
+        pages = list(COURSE)
+        position = pages.index(filename) if filename in pages else len(pages)
         return (position, filename)
 
     def __repr__(self):

@@ -1,0 +1,227 @@
+"""A card for each tutorial, generated from the example scripts themselves.
+
+``.. tutorial-cards::`` reads the docstring of every example script of the
+gallery, in course order (``course_order.CourseOrder``), and emits a
+sphinx-design grid with one card per page: the page's thumbnail, its title
+(the docstring's first line), its one-line summary from the course outline
+(``course_order.COURSE``) and the minimum PyTorch version (the "PyTorch X.Y or later"
+bullet of its Prerequisites card). Each card links to the page.
+
+A script whose docstring lacks a title, an introductory paragraph or the
+version, or that is missing from the course outline, gets a build warning, so
+that a card is never silently left blank. The document holding the directive is read
+again on every build, so a new, renamed or edited script always shows up.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+from course_order import COURSE, CourseOrder
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
+
+UNDERLINE = re.compile(r"^([=\-~^\"'`#*+_.:])\1+\s*$")
+VERSION = re.compile(
+    r"^\s*[*\-+]\s+PyTorch\s+(\d+\.\d+(?:\.\d+)?)\s+or\s+later\b", re.M
+)
+# A sentence ends at . ! or ? followed by a space and a capital letter, except
+# after an abbreviation such as "e.g.".
+SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)[.!?](?=\s+[A-Z])")
+
+
+def _first_line_number(tree):
+    node = tree.body[0] if tree.body else None
+    return node.lineno if node is not None else 1
+
+
+def read_script(path):
+    """The card fields of one example script, and the problems found."""
+    source = Path(path).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    docstring = ast.get_docstring(tree, clean=True) or ""
+    lines = docstring.splitlines()
+    problems = []
+
+    # Title: the first line of text that is not an over- or underline.
+    text_lines = [
+        (i, line.strip())
+        for i, line in enumerate(lines)
+        if line.strip() and not UNDERLINE.match(line.strip())
+    ]
+    title = text_lines[0][1] if text_lines else ""
+    if not title:
+        problems.append("its docstring has no title")
+
+    # Summary: the first sentence of the paragraph that follows the title.
+    summary = ""
+    if text_lines:
+        start = text_lines[0][0] + 1
+        while start < len(lines) and (
+            not lines[start].strip() or UNDERLINE.match(lines[start].strip())
+        ):
+            start += 1
+        paragraph = []
+        for line in lines[start:]:
+            if not line.strip():
+                break
+            paragraph.append(line.strip())
+        text = " ".join(paragraph)
+        if paragraph and not text.startswith(".."):
+            match = SENTENCE_END.search(text)
+            summary = text[: match.end()] if match else text
+    if not summary:
+        problems.append("its docstring has no introductory paragraph under the title")
+
+    # Minimum version: the bullet of the Prerequisites card.
+    version = None
+    card = _prerequisites_card(lines)
+    if card is None:
+        problems.append("its docstring has no Prerequisites card")
+    else:
+        match = VERSION.search(card)
+        if match:
+            version = match.group(1)
+        else:
+            problems.append(
+                'its Prerequisites card has no "PyTorch X.Y or later" bullet'
+            )
+    return {
+        "title": title,
+        "summary": summary,
+        "version": version,
+        "problems": problems,
+        "line": _first_line_number(tree),
+    }
+
+
+def _prerequisites_card(lines):
+    """The body of the ``grid-item-card`` titled Prerequisites, as text."""
+    for i, line in enumerate(lines):
+        if "grid-item-card::" in line and "Prerequisites" in line:
+            indent = len(line) - len(line.lstrip())
+            body = []
+            for following in lines[i + 1 :]:
+                stripped = following.strip()
+                if stripped and len(following) - len(following.lstrip()) <= indent:
+                    break
+                body.append(following)
+            return "\n".join(body)
+    return None
+
+
+class TutorialCards(SphinxDirective):
+    """``.. tutorial-cards::``: the gallery's pages as a grid of cards."""
+
+    has_content = False
+
+    def run(self):
+        env = self.env
+        env.tutorial_cards_docs = getattr(env, "tutorial_cards_docs", set())
+        env.tutorial_cards_docs.add(env.docname)
+        gallery_conf = self.config.sphinx_gallery_conf
+        examples_dirs = gallery_conf["examples_dirs"]
+        gallery_dirs = gallery_conf["gallery_dirs"]
+        if isinstance(examples_dirs, str):
+            examples_dirs, gallery_dirs = [examples_dirs], [gallery_dirs]
+
+        rst = [
+            ".. grid:: 1 2 2 3",
+            "   :gutter: 3",
+            "   :class-container: tutorial-cards",
+            "",
+        ]
+        count = 0
+        for examples_dir, gallery_dir in zip(examples_dirs, gallery_dirs, strict=False):
+            folder = Path(env.srcdir) / examples_dir
+            order = CourseOrder(str(folder))
+            for name in sorted((p.name for p in folder.glob("*.py")), key=order):
+                path = folder / name
+                env.note_dependency(str(path))
+                card = read_script(path)
+                if name in COURSE:
+                    card["summary"] = COURSE[name]
+                else:
+                    card["problems"].append(
+                        "it has no one-line summary in the course outline "
+                        "(_ext/course_order.py)"
+                    )
+                for problem in card["problems"]:
+                    logger.warning(
+                        "tutorial card for %s: %s",
+                        name,
+                        problem,
+                        location=(str(path), card["line"]),
+                        type="tutorial_cards",
+                    )
+                count += 1
+                rst += self._card(card, count, Path(name).stem, gallery_dir, env)
+        if not count:
+            logger.warning(
+                "tutorial-cards: no example scripts found",
+                location=self.get_location(),
+                type="tutorial_cards",
+            )
+            return []
+        container = nodes.container()
+        self.state.nested_parse(
+            StringList(rst, source="<tutorial-cards>"), self.content_offset, container
+        )
+        return container.children
+
+    def _card(self, card, step, stem, gallery_dir, env):
+        gallery = Path(gallery_dir).as_posix().strip("/")
+        label = f"sphx_glr_{gallery.replace('/', '_')}_{stem}.py"
+        thumb = f"{gallery}/images/thumb/sphx_glr_{stem}_thumb.png"
+        version = (
+            f"PyTorch {card['version']} or later"
+            if card["version"]
+            else "PyTorch version not stated"
+        )
+        footer = f"Part {step} · {version}"
+        lines = [
+            f"   .. grid-item-card:: {card['title'] or stem}",
+            f"      :link: {label}",
+            "      :link-type: ref",
+            "      :class-card: tutorial-card",
+            "      :class-footer: tutorial-card-version",
+        ]
+        if (Path(env.srcdir) / thumb).is_file():
+            lines += [f"      :img-top: /{thumb}", "      :img-alt:"]
+        lines += [
+            "",
+            f"      {card['summary']}",
+            "",
+            "      .. card-footer::",
+            "",
+            f"         {footer}",
+            "",
+        ]
+        return lines
+
+
+def reread_card_documents(app, env, added, changed, removed):
+    """Read the documents with cards on every build: scripts come and go."""
+    return sorted(getattr(env, "tutorial_cards_docs", set()) - removed)
+
+
+def purge(app, env, docname):
+    getattr(env, "tutorial_cards_docs", set()).discard(docname)
+
+
+def merge(app, env, docnames, other):
+    env.tutorial_cards_docs = getattr(env, "tutorial_cards_docs", set()) | (
+        getattr(other, "tutorial_cards_docs", set()) & set(docnames)
+    )
+
+
+def setup(app):
+    app.add_directive("tutorial-cards", TutorialCards)
+    app.connect("env-get-outdated", reread_card_documents)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

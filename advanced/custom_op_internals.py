@@ -1,0 +1,735 @@
+"""
+Under the Hood of custom_op
+===========================
+
+``torch.library.custom_op`` looks like a plain decorator, but it leaves a
+trail of entries in PyTorch's operator registry, the *dispatcher*. This page
+follows that trail with the dispatcher's own query functions: the schema the
+decorator writes from your type hints, the kernels it installs and under
+which dispatch keys, what each later registration adds, what happens when the
+same name is defined twice, and how ``torch.ops`` reaches the very same
+operator. Afterwards you will be able to inspect any operator's registrations
+yourself and explain the errors that come out of them.
+
+.. grid:: 2
+
+    .. grid-item-card:: :octicon:`mortar-board;1em;` What you will learn
+       :class-card: card-prerequisites
+
+       * How type hints become an operator schema
+       * Which dispatch keys ``custom_op`` fills, and how to list them
+       * What ``register_fake``, ``register_autograd`` and
+         ``register_kernel`` change
+       * How operator lifetimes work, and how to reuse a name
+       * How ``torch.ops`` and the decorated function relate
+
+    .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
+       :class-card: card-prerequisites
+
+       * PyTorch 2.4 or later
+       * :ref:`sphx_glr_tutorials_python_custom_ops.py`
+
+Several functions used here start with an underscore (``torch._C._dispatch_*``
+and a few attributes of the decorated function). They are PyTorch's internal
+inspection tools: fine for looking around, as this page does, but not an API
+to build on, since they may change between releases.
+"""
+
+# %%
+# Setting up
+# ----------
+
+import gc
+import inspect
+import math
+import sys
+
+import torch
+from torch import Tensor
+
+if torch.__version__ < "2.4":
+    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
+
+torch.manual_seed(0)
+devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
+print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
+
+# %%
+# From type hints to a schema
+# ---------------------------
+#
+# Every operator in the dispatcher has a *schema*: a one-line signature in
+# the same language as the built-in ``aten`` operators, such as
+# ``(Tensor x, float factor) -> Tensor``. ``custom_op`` writes it for you by
+# reading the function's type hints. Recent releases expose the function
+# that does this as ``torch.library.infer_schema``; where it is missing, the
+# same function is available from the private module
+# ``torch._library.infer_schema``, so we fall back to that.
+
+if hasattr(torch.library, "infer_schema"):
+    infer_schema = torch.library.infer_schema
+else:
+    from torch._library.infer_schema import infer_schema
+
+    print("torch.library.infer_schema is missing; using the private copy")
+
+# %%
+# Here are a few signatures side by side with the schemas they produce. The
+# functions are never called, so their bodies are just ``...``.
+
+
+def scaled(x: Tensor, factor: float) -> Tensor: ...
+
+
+def add_into(x: Tensor, out: Tensor) -> None: ...
+
+
+def biased(
+    x: Tensor, bias: Tensor | None = None, alpha: float = 1.0, mode: str = "sum"
+) -> Tensor: ...
+
+
+def mix(xs: list[Tensor], weights: list[float]) -> tuple[Tensor, Tensor]: ...
+
+
+def reduce_dim(x: Tensor, *, dim: int = -1, keepdim: bool = False) -> Tensor: ...
+
+
+def make_ramp(n: int, device: torch.device, dtype: torch.dtype) -> Tensor: ...
+
+
+signatures = [
+    (scaled, ()),
+    (add_into, {"out"}),
+    (biased, ()),
+    (mix, ()),
+    (reduce_dim, ()),
+    (make_ramp, ()),
+    (add_into, "unknown"),
+]
+schemas = {}
+for function, mutates in signatures:
+    schema = infer_schema(function, mutates_args=mutates)
+    schemas[function.__name__, str(mutates)] = schema
+    print(f"{function.__name__}{inspect.signature(function)}")
+    print(f"    mutates_args={mutates!r:10} ->  {schema}\n")
+
+# %%
+# Reading the table line by line:
+#
+# * ``float``, ``bool`` and ``str`` keep their names, and Python defaults
+#   become schema defaults (``float alpha=1.0``).
+# * ``int`` becomes ``SymInt``: under ``torch.compile`` an integer argument
+#   may be a symbolic size rather than a fixed number.
+# * ``Tensor | None`` (or ``Optional[Tensor]``) becomes ``Tensor?``,
+#   ``list[Tensor]`` becomes ``Tensor[]``, a tuple return becomes a
+#   parenthesised list of returns, and ``None`` becomes ``()``: no outputs.
+# * ``torch.device`` and ``torch.dtype`` become ``Device`` and
+#   ``ScalarType``; keyword-only arguments stay behind a ``*``.
+# * An argument named in ``mutates_args`` gets an *alias annotation* ending
+#   in ``!``, which means "written to". ``"unknown"`` marks every tensor that
+#   way, the safe but pessimistic choice.
+#
+# Parsing the schemas back confirms each point:
+
+add_schema = torch._C.parse_schema("f" + schemas["add_into", "{'out'}"])
+written = [arg.name for arg in add_schema.arguments if arg.alias_info is not None]
+assert written == ["out"] and add_schema.arguments[1].alias_info.is_write
+unknown_schema = torch._C.parse_schema("f" + schemas["add_into", "unknown"])
+assert all(arg.alias_info.is_write for arg in unknown_schema.arguments)
+assert "Tensor? bias=None" in schemas["biased", "()"]
+assert 'float alpha=1.0, str mode="sum"' in schemas["biased", "()"]
+assert schemas["mix", "()"] == "(Tensor[] xs, float[] weights) -> (Tensor, Tensor)"
+assert "*, SymInt dim=-1, bool keepdim=False" in schemas["reduce_dim", "()"]
+assert "Device device, ScalarType dtype" in schemas["make_ramp", "()"]
+print("every schema reads back as described")
+
+# %%
+# What the decorator registers
+# ----------------------------
+#
+# Now a real operator. ``internals::scale`` multiplies a tensor by a number.
+# Like every operator on this site, it rejects arguments it cannot handle
+# with a ``ValueError``.
+
+
+def check_factor(factor: float) -> None:
+    if not math.isfinite(factor):
+        raise ValueError(f"factor must be a finite number, got {factor}")
+
+
+@torch.library.custom_op("internals::scale", mutates_args=())
+def scale(x: Tensor, factor: float) -> Tensor:
+    check_factor(factor)
+    return x * factor
+
+
+registered_schema = str(torch.ops.internals.scale.default._schema)
+print(registered_schema)
+assert registered_schema == "internals::scale" + schemas["scaled", "()"]
+
+# %%
+# ``scale`` has the same signature as ``scaled`` above, and the registered
+# schema is the one inferred for ``scaled`` with the qualified name in front.
+# Its kernels are listed by ``torch._C._dispatch_dump``. Each line names a
+# *dispatch key*, a slot in the operator's table that the dispatcher
+# consults depending on the arguments (their devices, whether autograd is
+# recording, and so on). We strip the file locations from the dump to keep
+# it short.
+
+
+def kernel_lines(qualname: str) -> list[str]:
+    """The dispatch keys with a kernel in ``_dispatch_dump``, without locations."""
+    lines = []
+    for line in torch._C._dispatch_dump(qualname).splitlines():
+        key, found, _ = line.partition(": registered at ")
+        if found and key != "debug":
+            lines.append(key)
+    return lines
+
+
+scale_lines = kernel_lines("internals::scale")
+print("\n".join(scale_lines))
+assert set(scale_lines) == {
+    "Meta",
+    "Autograd[alias]",
+    "CompositeExplicitAutograd[alias]",
+}
+
+# %%
+# Three kernels, each with a job:
+#
+# * ``CompositeExplicitAutograd`` holds your function. It is an *alias* key:
+#   one registration that stands for every backend (CPU, CUDA, and the rest)
+#   that has no kernel of its own.
+# * ``Autograd`` (also an alias, for ``AutogradCPU``, ``AutogradCUDA`` and so
+#   on) holds a kernel that ``custom_op`` writes. It runs ahead of the
+#   backend kernel, records the backward formula when the inputs need
+#   gradients, and passes the call on to the backend.
+# * ``Meta`` holds a kernel that forwards to the fake kernel, so that meta
+#   tensors (tensors with a shape but no storage) work.
+#
+# The dispatcher expands alias keys into a *computed* table: nothing is
+# registered under ``CPU`` itself, yet a CPU call finds a kernel.
+
+for key in ("CPU", "CUDA", "AutogradCPU"):
+    direct = torch._C._dispatch_has_kernel_for_dispatch_key("internals::scale", key)
+    computed = torch._C._dispatch_has_computed_kernel_for_dispatch_key(
+        "internals::scale", key
+    )
+    print(f"{key:<12} registered directly: {direct!s:<5}  found in table: {computed}")
+    assert not direct and computed
+
+# %%
+# Different operators, different keys
+# -----------------------------------
+#
+# What ``custom_op`` installs depends on the function. To compare, we define
+# three more operators: one that writes into its argument, one restricted to
+# CPU with ``device_types``, and a factory that takes no tensor at all, only
+# a ``device``.
+
+
+@torch.library.custom_op("internals::fill_with", mutates_args={"x"})
+def fill_with(x: Tensor, value: float) -> None:
+    x.fill_(value)
+
+
+@torch.library.custom_op("internals::cpu_double", mutates_args=(), device_types="cpu")
+def cpu_double(x: Tensor) -> Tensor:
+    return x * 2
+
+
+@torch.library.custom_op("internals::ramp", mutates_args=(), device_types="cpu")
+def ramp(n: int, device: torch.device) -> Tensor:
+    if n < 0:
+        raise ValueError(f"n must be non-negative, got {n}")
+    return torch.arange(n, dtype=torch.float32, device=device)
+
+
+KEYS = [
+    "CompositeExplicitAutograd",
+    "CPU",
+    "Meta",
+    "Autograd",
+    "ADInplaceOrView",
+    "BackendSelect",
+    "FuncTorchBatched",
+    "AutocastCPU",
+]
+
+
+def registered_keys(qualname: str) -> set[str]:
+    """The keys from KEYS under which ``qualname`` has a kernel of its own."""
+    return {
+        key
+        for key in KEYS
+        if torch._C._dispatch_has_kernel_for_dispatch_key(qualname, key)
+    }
+
+
+def print_key_table(columns: dict[str, set[str]]) -> None:
+    """Print KEYS down the side, one column per entry, x where a kernel exists."""
+    width = max(len(name) for name in columns) + 2
+    print(f"{'dispatch key':<26}" + "".join(f"{name:^{width}}" for name in columns))
+    for key in KEYS:
+        marks = "".join(
+            f"{'x' if key in keys else '.':^{width}}" for keys in columns.values()
+        )
+        print(f"{key:<26}{marks}")
+
+
+by_kind = {
+    "scale": registered_keys("internals::scale"),
+    "fill_with": registered_keys("internals::fill_with"),
+    "cpu_double": registered_keys("internals::cpu_double"),
+    "ramp": registered_keys("internals::ramp"),
+}
+print_key_table(by_kind)
+
+# %%
+# Every operator has ``Meta`` and ``Autograd``. The differences:
+#
+# * ``fill_with`` mutates ``x``, so it also has an ``ADInplaceOrView``
+#   kernel. That key runs for in-place operations and bumps the *version
+#   counter* of each tensor written to; autograd uses the counter to detect
+#   a tensor that was modified after being saved for backward.
+# * ``cpu_double`` has a ``CPU`` kernel instead of ``CompositeExplicitAutograd``:
+#   ``device_types="cpu"`` registers the function for that one backend.
+# * ``ramp`` has no tensor argument, so the dispatcher has no tensor to read
+#   a device from. A ``BackendSelect`` kernel reads the ``device`` argument
+#   and routes the call to the matching backend kernel.
+
+mutable_keys = {"CompositeExplicitAutograd", "Meta", "Autograd", "ADInplaceOrView"}
+assert by_kind["fill_with"] == mutable_keys
+assert by_kind["cpu_double"] == {"CPU", "Meta", "Autograd"}
+assert by_kind["ramp"] == {"CPU", "Meta", "Autograd", "BackendSelect"}
+
+# %%
+# The version counter shows the ``ADInplaceOrView`` kernel at work. A plain
+# in-place ``fill_`` bumps it once. Calling ``fill_with`` bumps it once more
+# than that: once for the ``fill_`` inside the kernel and once in the
+# ``ADInplaceOrView`` kernel, which bumps every argument named in
+# ``mutates_args`` before calling the kernel.
+
+for device in devices:
+    plain, through_op = torch.zeros(3, device=device), torch.zeros(3, device=device)
+    plain.fill_(7.0)
+    fill_with(through_op, 7.0)
+    print(
+        f"{device}: version after fill_: {plain._version}, after fill_with: "
+        f"{through_op._version}"
+    )
+    assert through_op._version == plain._version + 1
+    assert torch.equal(through_op, plain)
+    torch.library.opcheck(fill_with, (torch.randn(3, device=device), 7.0))
+
+# %%
+# For ``ramp``, the ``BackendSelect`` kernel is the one that reads the
+# ``device`` argument. Asked for a device with no registered kernel, it is
+# that kernel, not the dispatcher, that refuses, naming the device:
+
+assert torch.equal(ramp(4, torch.device("cpu")), torch.arange(4.0))
+try:
+    ramp(4, torch.device("meta"))
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+    assert "kernel registered for meta" in str(error)
+else:
+    raise AssertionError("expected BackendSelect to refuse the meta device")
+
+# %%
+# Where the fake kernel lives
+# ---------------------------
+#
+# The ``Meta`` kernel appeared on ``scale`` before we registered any fake
+# kernel. At definition time ``custom_op`` stores a placeholder in PyTorch's
+# *fake kernel registry* (a Python-side table keyed by operator name), and
+# storing a fake kernel there also installs a ``Meta`` kernel that forwards
+# to it. Until ``register_fake`` fills the placeholder, it raises:
+
+meta_input = torch.empty(3, device="meta")
+try:
+    scale(meta_input, 2.0)
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+else:
+    raise AssertionError("expected the placeholder fake kernel to raise")
+
+# The registry is private (``torch._library.simple_registry``); we only peek
+# at it to confirm that the placeholder is already there.
+registry = torch._library.simple_registry.singleton
+assert registry.find("internals::scale").fake_impl.kernel is not None
+
+# %%
+# There is one exception to "until ``register_fake`` fills it": when an
+# operator returns nothing, like ``fill_with``, the output needs no
+# description, and the placeholder answers by itself.
+
+fill_with(torch.empty(3, device="meta"), 1.0)
+print("fill_with ran on a meta tensor without a fake kernel")
+
+# %%
+# ``torch.compile`` traces with *fake* tensors, a Python subclass that also
+# has no data, and fake tensors do not go through the ``Meta`` key at all.
+# They read the registry directly. The difference shows when a fake kernel
+# asks for the context object (``torch.library.get_ctx()``) to create an
+# output size that depends on the data: fake tensors provide the context,
+# meta tensors cannot.
+
+
+@torch.library.custom_op("internals::positive_part", mutates_args=())
+def positive_part(x: Tensor) -> Tensor:
+    if x.dim() != 1:
+        raise ValueError(f"expected a 1-D tensor, got shape {tuple(x.shape)}")
+    return x[x > 0].clone()
+
+
+@positive_part.register_fake
+def _(x):
+    if x.dim() != 1:
+        raise ValueError(f"expected a 1-D tensor, got shape {tuple(x.shape)}")
+    return x.new_empty(torch.library.get_ctx().new_dynamic_size())
+
+
+try:
+    positive_part(torch.empty(4, device="meta"))
+except RuntimeError as error:
+    reason = str(error).split("): ", 1)[-1]
+    print(f"meta tensor -> {type(error).__name__}: {reason[:90]}...")
+else:
+    raise AssertionError("expected get_ctx() to fail for meta tensors")
+
+shape_env = torch.fx.experimental.symbolic_shapes.ShapeEnv()
+with torch._subclasses.FakeTensorMode(shape_env=shape_env) as fake_mode:
+    fake_output = positive_part(fake_mode.from_tensor(torch.randn(4)))
+print(f"fake tensor -> output shape {tuple(fake_output.shape)}")
+assert isinstance(fake_output.shape[0], torch.SymInt)
+
+# %%
+# What later registrations change
+# -------------------------------
+#
+# We now add the usual registrations to ``scale`` one at a time, and record
+# the dispatch keys after each step. ``register_vmap`` and
+# ``register_autocast`` may be missing from older releases, so they are only
+# applied where this PyTorch has them.
+
+stages = {"defined": registered_keys("internals::scale")}
+
+
+@scale.register_fake
+def _(x, factor):
+    check_factor(factor)
+    return torch.empty_like(x)
+
+
+stages["+fake"] = registered_keys("internals::scale")
+
+
+def scale_setup_context(ctx, inputs, output):
+    ctx.factor = inputs[1]
+
+
+def scale_backward(ctx, grad):
+    return grad * ctx.factor, None
+
+
+scale.register_autograd(scale_backward, setup_context=scale_setup_context)
+stages["+autograd"] = registered_keys("internals::scale")
+
+cpu_kernel_calls = 0
+
+
+@scale.register_kernel("cpu")
+def _(x, factor):
+    global cpu_kernel_calls
+    cpu_kernel_calls += 1
+    check_factor(factor)
+    return torch.mul(x, factor)
+
+
+stages["+kernel(cpu)"] = registered_keys("internals::scale")
+
+if hasattr(scale, "register_vmap"):
+
+    @scale.register_vmap
+    def _(info, in_dims, x, factor):
+        return scale(x, factor), in_dims[0]
+
+    stages["+vmap"] = registered_keys("internals::scale")
+
+if hasattr(scale, "register_autocast"):
+    scale.register_autocast("cpu", torch.bfloat16)
+    stages["+autocast"] = registered_keys("internals::scale")
+
+print_key_table(stages)
+
+# %%
+# ``register_fake`` and ``register_autograd`` leave the table exactly as it
+# was. The ``Meta`` and ``Autograd`` kernels installed at definition time
+# look up the fake kernel and the backward formula when they run, so the
+# registrations only fill in those Python-side slots. ``register_kernel``
+# adds a real entry (``CPU``), and so do ``register_vmap``
+# (``FuncTorchBatched``, the key ``torch.vmap`` uses) and
+# ``register_autocast`` (``AutocastCPU``).
+
+assert stages["+fake"] == stages["defined"] == stages["+autograd"]
+assert stages["+kernel(cpu)"] == stages["defined"] | {"CPU"}
+if "+vmap" in stages:
+    assert stages["+vmap"] == stages["+kernel(cpu)"] | {"FuncTorchBatched"}
+if "+autocast" in stages:
+    assert stages["+autocast"] - stages["+vmap"] == {"AutocastCPU"}
+
+# %%
+# The behaviour did change, of course: meta tensors and backward now work.
+
+print(f"meta call now gives: {scale(meta_input, 2.0)}")
+leaf = torch.ones(3, requires_grad=True)
+scale(leaf, 3.0).sum().backward()
+assert torch.equal(leaf.grad, torch.full((3,), 3.0))
+
+# %%
+# The new ``CPU`` kernel takes dense CPU calls, while every other backend
+# still reaches the original function through ``CompositeExplicitAutograd``:
+# a device-specific kernel can be added without giving up the general one.
+# Sparse CPU tensors have a dispatch key of their own, so they show this on
+# any machine.
+
+samples = {device: torch.randn(4, device=device) for device in devices}
+samples["sparse cpu"] = torch.randn(4).to_sparse()
+for name, sample in samples.items():
+    calls_before = cpu_kernel_calls
+    result = scale(sample, 0.5)
+    torch.testing.assert_close(result.to_dense(), sample.to_dense() * 0.5)
+    used_cpu_kernel = cpu_kernel_calls > calls_before
+    print(f"{name:>10}: the CPU-specific kernel ran: {used_cpu_kernel}")
+    assert used_cpu_kernel == (name == "cpu")
+
+for device in devices:
+    sample = torch.randn(4, device=device, requires_grad=True)
+    torch.library.opcheck(scale, (sample, 0.5))
+print(f"opcheck passed for internals::scale on {devices}")
+
+# %%
+# One operator, several handles
+# -----------------------------
+#
+# The decorated ``scale`` is a ``CustomOpDef``, a Python object that keeps the
+# registrations together. The dispatcher's view of the same operator is
+# reachable by name through ``torch.ops``: ``torch.ops.internals.scale`` is an
+# *overload packet* (all overloads sharing a name) and its ``.default`` is
+# the single ``OpOverload`` that ``custom_op`` defined. The ``CustomOpDef``
+# keeps a reference to that overload in its private ``_opoverload``
+# attribute, and calling it simply calls the overload.
+
+packet = torch.ops.internals.scale
+overload = torch.ops.internals.scale.default
+print(f"{type(scale).__name__}, {type(packet).__name__}, {type(overload).__name__}")
+print(f"overloads in the packet: {packet.overloads()}")
+assert scale._opoverload is overload
+assert packet.overloads() == ["default"]
+
+sample = torch.randn(5)
+results = [scale(sample, 1.5), packet(sample, 1.5), overload(sample, 1.5)]
+assert all(torch.equal(results[0], other) for other in results[1:])
+print("all three handles return the same tensor values")
+
+# %%
+# Graphs produced by ``torch.compile`` and ``torch.export`` record the
+# ``OpOverload``, not your Python function, which is why the name you give
+# ``custom_op`` has to stay stable: it is how a saved program finds the
+# operator again. The overload also carries the ``pt2_compliant_tag``, which
+# ``custom_op`` adds to promise that the operator works with PyTorch 2's
+# compilers.
+
+assert torch.Tag.pt2_compliant_tag in overload.tags
+print(f"tags: {overload.tags}")
+
+# %%
+# Defining the same name twice
+# ----------------------------
+#
+# The dispatcher allows one definition per operator name. Defining a schema
+# goes through a ``torch.library.Library`` object, and a second definition of
+# a name that is still alive fails, whichever ``Library`` object it comes
+# from:
+
+first_library = torch.library.Library("internals", "FRAGMENT")
+first_library.define("halve(Tensor x) -> Tensor")
+first_library.impl("halve", lambda x: x / 2, "CompositeExplicitAutograd")
+
+second_library = torch.library.Library("internals", "FRAGMENT")
+try:
+    second_library.define("halve(Tensor x) -> Tensor")
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0][:150]}...")
+else:
+    raise AssertionError("expected the second definition of internals::halve to fail")
+
+# %%
+# A definition lives exactly as long as the ``Library`` object that made it.
+# When the object is garbage collected, its definitions and kernels leave the
+# dispatcher, and the name is free again:
+
+print(f"halve(ones) = {torch.ops.internals.halve(torch.ones(2))}")
+del first_library
+gc.collect()
+print(f"still defined: {hasattr(torch.ops.internals, 'halve')}")
+assert not hasattr(torch.ops.internals, "halve")
+second_library.define("halve(Tensor x) -> Tensor")
+second_library.impl("halve", lambda x: x * 0.5, "CompositeExplicitAutograd")
+assert torch.equal(torch.ops.internals.halve(torch.ones(2)), torch.full((2,), 0.5))
+
+# %%
+# PyTorch's own tests tie that lifetime to a ``with`` block with
+# ``torch.library._scoped_library`` (private, hence the underscore): the
+# library is destroyed when the block ends, so the same name can be defined
+# again in the next block. Outside tests, the simplest way around a name
+# clash is a new name, such as ``halve_v2``.
+
+for divisor in (2.0, 4.0):
+    with torch.library._scoped_library("internals", "FRAGMENT") as scoped:
+        scoped.define("divide(Tensor x) -> Tensor")
+        scoped.impl("divide", lambda x, d=divisor: x / d, "CompositeExplicitAutograd")
+        quotient = torch.ops.internals.divide(torch.ones(1))
+        print(f"internals::divide with divisor {divisor}: {quotient}")
+        assert torch.equal(quotient, torch.ones(1) / divisor)
+    assert not hasattr(torch.ops.internals, "divide")
+
+# %%
+# ``custom_op`` redefines quietly
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+#
+# ``custom_op`` plays by a different rule, so that re-running a notebook
+# cell works. It keeps one private ``Library`` per operator name (see
+# ``get_library_allowing_overwrite`` in ``torch/_library/custom_ops.py``),
+# and when the same name is decorated again it destroys the old library
+# before defining the new operator. No error, but beware: an old handle you
+# kept still calls the operator *by name*, so it now runs the new function.
+
+
+@torch.library.custom_op("internals::offset", mutates_args=())
+def offset(x: Tensor) -> Tensor:
+    return x + 1
+
+
+old_offset = offset
+
+
+@torch.library.custom_op("internals::offset", mutates_args=())
+def offset(x: Tensor) -> Tensor:  # noqa: F811 (redefined on purpose)
+    return x + 100
+
+
+print(f"old handle: {old_offset(torch.zeros(1))}, new handle: {offset(torch.zeros(1))}")
+assert torch.equal(old_offset(torch.zeros(1)), torch.full((1,), 100.0))
+
+# %%
+# The quiet replacement covers only names that ``custom_op`` itself owns.
+# Decorating a name that a ``Library`` defined by hand runs into the
+# one-definition rule like any other second definition:
+
+try:
+
+    @torch.library.custom_op("internals::halve", mutates_args=())
+    def halve(x: Tensor) -> Tensor:
+        return x / 2
+
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0][:150]}...")
+else:
+    raise AssertionError("expected custom_op to refuse a name owned by a Library")
+
+# %%
+# The decorator, step by step
+# ---------------------------
+#
+# Putting the pieces together, this is what ``custom_op`` does in
+# ``torch/_library/custom_ops.py`` when it decorates a function, in the order
+# it happens:
+#
+# 1. Infer the schema from the type hints, unless you pass one as
+#    ``schema=``.
+# 2. Create a ``CustomOpDef`` and a ``Library`` for the namespace, destroying
+#    the library of a previous ``custom_op`` with the same name.
+# 3. Reject keyword-only tensor arguments, then define the schema, tagged
+#    ``pt2_compliant_tag``.
+# 4. Put a placeholder into the fake kernel registry, which also installs the
+#    ``Meta`` kernel.
+# 5. Install the ``Autograd`` kernel, which looks up the backward formula at
+#    call time; for mutating operators, also an ``ADInplaceOrView`` kernel that
+#    bumps version counters.
+# 6. If you passed ``schema=``, check that its ``!`` annotations name exactly
+#    the arguments in ``mutates_args``.
+# 7. Register your function as the kernel for ``device_types``, under
+#    ``CompositeExplicitAutograd`` when none are given, wrapped in a check
+#    that the outputs do not alias the inputs. Operators with a ``device``
+#    argument but no tensors also get a ``BackendSelect`` kernel.
+#
+# Two of these steps are checks that can fail. Step 3 refuses a tensor that
+# can only be passed by keyword, and step 6 refuses a hand-written schema
+# whose ``!`` annotations disagree with ``mutates_args``:
+
+
+def add_keyword_tensor(x: Tensor, *, other: Tensor) -> Tensor:
+    return x + other
+
+
+try:
+    torch.library.custom_op("internals::add_keyword_tensor", mutates_args=())(
+        add_keyword_tensor
+    )
+except NotImplementedError as error:
+    print(f"step 3 -> {type(error).__name__}: {str(error)[:90]}...")
+else:
+    raise AssertionError("expected a keyword-only tensor to be refused")
+
+try:
+    torch.library.custom_op(
+        "internals::mislabelled", mutates_args=(), schema="(Tensor(a!) x) -> ()"
+    )(lambda x: None)
+except ValueError as error:
+    print(f"step 6 -> {type(error).__name__}: {str(error)[:90]}...")
+else:
+    raise AssertionError("expected the schema and mutates_args to disagree")
+
+# %%
+# The last check of this page confirms, for a fresh operator, the key set
+# that these steps predict:
+
+
+@torch.library.custom_op("internals::clamp_into", mutates_args={"out"})
+def clamp_into(x: Tensor, out: Tensor) -> None:
+    if x.shape != out.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, x has {tuple(x.shape)}")
+    out.copy_(x.clamp(-1, 1))
+
+
+predicted = {"CompositeExplicitAutograd", "Meta", "Autograd", "ADInplaceOrView"}
+assert registered_keys("internals::clamp_into") == predicted
+for device in devices:
+    x = 3 * torch.randn(6, device=device)
+    torch.library.opcheck(clamp_into, (x, torch.empty_like(x)))
+print(f"clamp_into has the predicted keys and passes opcheck on {devices}")
+
+# %%
+# Conclusion
+# ----------
+#
+# ``custom_op`` is a thin layer over the dispatcher. It writes a schema from
+# your type hints and installs a small, predictable set of kernels: your
+# function under a backend key, plus ``Meta``, ``Autograd`` and, for
+# mutating operators, ``ADInplaceOrView``. ``register_fake`` and
+# ``register_autograd`` fill in slots those kernels already consult, while
+# ``register_kernel``, ``register_vmap`` and ``register_autocast`` add new
+# keys. ``torch._C._dispatch_dump`` and
+# ``torch._C._dispatch_has_kernel_for_dispatch_key`` let you check all of
+# this for any operator, yours or PyTorch's.
+#
+# :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py` shows the errors
+# you meet when these pieces disagree, and
+# :ref:`sphx_glr_tutorials_custom_op_performance.py` measures what the layers
+# cost per call. For the registrations themselves, see
+# :ref:`sphx_glr_tutorials_custom_op_registrations.py`.

@@ -1,0 +1,535 @@
+"""
+Training and Other Registrations
+================================
+
+After this page you will be able to take one custom operator and teach it, one
+registration at a time, to be trained, to run a different kernel on each
+device, to be batched by ``torch.vmap``, to take part in mixed precision, and
+to cooperate with a ``TorchDispatchMode``. Each registration is checked: by
+``gradcheck`` and ``gradgradcheck``, by counting which kernel ran, and by
+comparing against a plain loop.
+
+.. grid:: 2
+
+    .. grid-item-card:: :octicon:`mortar-board;1em;` What you will learn
+       :class-card: card-prerequisites
+
+       * How ``register_autograd`` and ``setup_context`` make an operator
+         trainable, with second derivatives too
+       * How ``register_kernel`` adds a device-specific kernel next to the
+         default one
+       * How ``register_vmap`` replaces ``vmap``'s slow fallback
+       * How ``register_autocast`` controls the dtype an operator sees in
+         mixed precision
+       * How ``register_torch_dispatch`` teaches a dispatch mode about your
+         operator
+
+    .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
+       :class-card: card-prerequisites
+
+       * PyTorch 2.4 or later (2.5 for ``register_vmap`` and
+         ``register_torch_dispatch``, 2.7 for ``register_autocast``)
+       * NumPy
+       * :ref:`sphx_glr_tutorials_python_custom_ops.py`
+
+A custom operator made with ``torch.library.custom_op`` starts out as a single
+kernel that PyTorch calls as a black box. Every PyTorch subsystem that meets
+the operator, whether autograd, ``vmap``, autocast or a dispatch mode, needs to
+be told what to do with it, and each gets its own registration. None is
+required; you add the ones your users need.
+"""
+
+# %%
+# Setting up
+# ----------
+#
+# The page runs on the CPU, and also on a CUDA device when it finds one. Three
+# of the registrations are newer than the page's minimum PyTorch version; each
+# section checks for its API and says so when it skips.
+
+import sys
+import warnings
+from collections import Counter
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.autograd.gradcheck import GradcheckError
+from torch.utils._python_dispatch import TorchDispatchMode
+
+if torch.__version__ < "2.4":
+    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
+HAS_VMAP_RULES = hasattr(torch.library, "register_vmap")  # PyTorch 2.5
+HAS_DISPATCH_RULES = hasattr(torch.library, "register_torch_dispatch")  # 2.5
+HAS_AUTOCAST_RULES = hasattr(torch.library, "register_autocast")  # 2.7
+
+torch.manual_seed(0)
+np.random.seed(0)
+devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
+print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
+print(
+    f"register_vmap: {HAS_VMAP_RULES}, register_torch_dispatch: "
+    f"{HAS_DISPATCH_RULES}, register_autocast: {HAS_AUTOCAST_RULES}"
+)
+
+# %%
+# ``GradcheckError`` is what ``gradcheck`` and ``gradgradcheck`` raise, and
+# ``TorchDispatchMode`` is the base class of dispatch modes. PyTorch exposes
+# neither from a public module, so we import them from where they are defined.
+#
+# The operator: softplus through NumPy
+# ------------------------------------
+#
+# ``softplus(x) = log(1 + exp(x))`` is a smooth version of ReLU. NumPy computes
+# it without overflow as ``np.logaddexp(0, x)``; NumPy stands in for any code
+# that PyTorch cannot trace.
+#
+# The default kernel, the function decorated with ``custom_op``, must work for
+# tensors on any device. It copies its input to the CPU for NumPy and the result
+# back. Each kernel on this page records its name and the dtype it received in
+# ``calls`` and ``dtypes_seen``, so that we can tell afterwards which one ran.
+
+calls = Counter()
+dtypes_seen = []
+
+
+def record(kernel: str, x: Tensor) -> None:
+    calls[kernel] += 1
+    dtypes_seen.append(x.dtype)
+
+
+def check_input(x: Tensor) -> None:
+    if x.dtype not in (torch.float32, torch.float64):
+        raise ValueError(
+            f"softplus runs in NumPy and needs float32 or float64 input, got {x.dtype}"
+        )
+
+
+@torch.library.custom_op("registrations::softplus", mutates_args=())
+def softplus(x: Tensor) -> Tensor:
+    record("default", x)
+    check_input(x)
+    result = np.logaddexp(0, x.detach().cpu().numpy())
+    return torch.from_numpy(result).to(x.device)
+
+
+@softplus.register_fake
+def _(x):
+    record("fake", x)
+    check_input(x)
+    return torch.empty_like(x)
+
+
+x = 10 * torch.randn(5, 6)
+torch.testing.assert_close(softplus(x), torch.nn.functional.softplus(x))
+print(f"softplus matches torch.nn.functional.softplus; kernels so far: {dict(calls)}")
+assert calls == {"default": 1}
+
+# %%
+# Device-specific kernels with ``register_kernel``
+# ------------------------------------------------
+#
+# The round trip through CPU memory is wasteful where it can be avoided. On the
+# CPU, NumPy can read the tensor's memory directly, so a CPU kernel skips both
+# copies. For CUDA tensors we register a kernel that stays on the GPU; PyTorch's
+# own softplus stands in for the CUDA kernel you would write. Registering the
+# CUDA kernel does no harm on a machine without CUDA: it simply never runs.
+
+
+@softplus.register_kernel("cpu")
+def _(x):
+    record("cpu", x)
+    check_input(x)
+    return torch.from_numpy(np.logaddexp(0, x.detach().numpy()))
+
+
+@softplus.register_kernel("cuda")
+def _(x):
+    record("cuda", x)
+    check_input(x)
+    return torch.nn.functional.softplus(x)
+
+
+# %%
+# PyTorch picks the kernel from the device of the input: a device-specific
+# kernel if one is registered, the default one otherwise. Since PyTorch 2.5,
+# ``set_kernel_enabled`` can switch a device kernel off for a while, handy for
+# testing the default kernel against it.
+
+for device in devices:
+    calls.clear()
+    x = 10 * torch.randn(5, 6, device=device)
+    torch.testing.assert_close(softplus(x), torch.nn.functional.softplus(x))
+    print(f"{device} tensor ran: {dict(calls)}")
+    assert calls == {device: 1}
+
+if hasattr(softplus, "set_kernel_enabled"):
+    calls.clear()
+    with softplus.set_kernel_enabled("cpu", enabled=False):
+        softplus(torch.randn(3))
+    print(f"cpu tensor, cpu kernel disabled, ran: {dict(calls)}")
+    assert calls == {"default": 1}
+else:
+    print("set_kernel_enabled needs PyTorch 2.5; skipped")
+
+# %%
+# Training with ``register_autograd``
+# -----------------------------------
+#
+# Autograd cannot see into the operator, so we provide its derivative, in two
+# parts:
+#
+# * ``setup_context(ctx, inputs, output)`` runs after the forward pass and
+#   stores what the backward pass will need. Tensors go through
+#   ``ctx.save_for_backward``; plain Python values can be set as attributes.
+# * ``backward(ctx, grad_output)`` returns one gradient per input.
+#
+# The derivative of softplus is the logistic sigmoid, ``1 / (1 + exp(-x))``, so
+# we save the input. A first attempt computes the sigmoid with NumPy too:
+
+
+def save_input(ctx, inputs, output):
+    (x,) = inputs
+    ctx.save_for_backward(x)
+
+
+def backward_with_numpy(ctx, grad_output):
+    (x,) = ctx.saved_tensors
+    sigmoid = 1 / (1 + np.exp(-x.detach().cpu().numpy()))
+    return grad_output * torch.from_numpy(sigmoid).to(grad_output.device)
+
+
+softplus.register_autograd(backward_with_numpy, setup_context=save_input)
+
+x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+assert torch.autograd.gradcheck(softplus, (x,))
+print("gradcheck passed: first derivatives are right")
+
+# %%
+# ``gradcheck`` compares the backward formula with finite differences and is
+# satisfied. ``gradgradcheck`` does the same one level up, for the derivative
+# of the backward pass itself, and it fails:
+
+try:
+    torch.autograd.gradgradcheck(softplus, (x,))
+except GradcheckError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+else:
+    raise AssertionError("expected gradgradcheck to fail for the NumPy backward")
+
+# %%
+# Autograd records what happens in a backward formula only if it is built from
+# operations it can differentiate. The NumPy sigmoid is a constant as far as
+# autograd is concerned, so the second derivative comes out as zero, silently,
+# which is what ``gradgradcheck`` caught. The fix is to write the backward
+# formula with PyTorch operators (or with custom operators that have their own
+# backward registered); ``torch.sigmoid`` will do.
+
+
+def backward(ctx, grad_output):
+    (x,) = ctx.saved_tensors
+    return grad_output * torch.sigmoid(x)
+
+
+softplus.register_autograd(backward, setup_context=save_input)
+
+for device in devices:
+    x = torch.randn(5, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(softplus, (x,))
+    assert torch.autograd.gradgradcheck(softplus, (x,))
+    for example in (
+        torch.randn(5, 6, device=device, requires_grad=True),
+        torch.randn(3, dtype=torch.float64, device=device),
+        torch.randn(0, 4, device=device, requires_grad=True),
+    ):
+        torch.library.opcheck(softplus, (example,))
+print(f"gradcheck, gradgradcheck and opcheck pass on {devices}")
+
+# %%
+# ``save_for_backward`` is more than a place to put tensors: autograd remembers
+# the version of each saved tensor, so an in-place change between forward and
+# backward is caught instead of producing a wrong gradient. Here ``x`` is
+# modified after ``softplus`` saved it:
+
+leaf = torch.randn(5, requires_grad=True)
+x = leaf * 1
+y = softplus(x)
+x.add_(1)
+try:
+    y.sum().backward()
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0][:120]}...")
+else:
+    raise AssertionError("expected backward to notice the in-place change")
+
+# %%
+# Batching with ``register_vmap``
+# -------------------------------
+#
+# ``torch.vmap(f)`` turns a function of one example into a function of a batch.
+# It knows how to batch PyTorch's operators, but not ours. Without a rule,
+# ``vmap`` falls back to a loop: it calls the kernel once per example and warns
+# about the lost performance. We count kernel calls to see it.
+
+if HAS_VMAP_RULES:
+    batch = torch.randn(8, 5)
+    calls.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batched = torch.vmap(softplus)(batch)
+    messages = [str(warning.message) for warning in caught]
+    print(f"without a vmap rule: kernel calls {dict(calls)}")
+    print(f"warning: {messages[0].split('. ')[0]}.")
+    assert calls == {"cpu": len(batch)}
+    assert any("performance drop" in message for message in messages)
+    torch.testing.assert_close(batched, torch.nn.functional.softplus(batch))
+else:
+    print("register_vmap needs PyTorch 2.5; skipped")
+
+# %%
+# A vmap rule receives ``info`` (the batch size and randomness setting), the
+# position of the batch dimension in each input (``None`` for an input that is
+# not batched) and the batched inputs themselves. It returns the batched output
+# and where its batch dimension is. Softplus works element by element, so the
+# whole batch can go through the operator in one call, and the batch dimension
+# stays where it was.
+
+if HAS_VMAP_RULES:
+
+    @softplus.register_vmap
+    def _(info, in_dims, x):
+        calls["vmap rule"] += 1
+        (x_batch_dim,) = in_dims
+        return softplus(x), x_batch_dim
+
+    for device in devices:
+        batch = torch.randn(8, 5, device=device)
+        calls.clear()
+        rows = torch.vmap(softplus)(batch)
+        columns = torch.vmap(softplus, in_dims=1)(batch)
+        torch.testing.assert_close(rows, torch.stack([softplus(r) for r in batch]))
+        torch.testing.assert_close(columns, torch.stack([softplus(c) for c in batch.T]))
+    print(f"vmap equals a Python loop on {devices}")
+
+    calls.clear()
+    torch.vmap(softplus)(batch.cpu())
+    print(f"with the vmap rule: {dict(calls)}")
+    assert calls == {"vmap rule": 1, "cpu": 1}
+
+# %%
+# With the rule, ``vmap`` gives the same values as the loop, over rows and over
+# columns, and the whole batch costs one kernel call.
+#
+# Mixed precision with ``register_autocast``
+# ------------------------------------------
+#
+# Inside ``torch.autocast("cpu", dtype=torch.bfloat16)``, matrix
+# multiplications run in bfloat16, and so do their results. Autocast knows
+# which of PyTorch's operators should run in low precision and which should not;
+# about ours it knows nothing, so it hands our operator whatever it gets. NumPy
+# has no bfloat16, and the operator refuses it:
+
+if HAS_AUTOCAST_RULES:
+    features, weight = torch.randn(4, 16), torch.randn(16, 5)
+    dtypes_seen.clear()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        hidden = features @ weight
+        try:
+            softplus(hidden)
+        except ValueError as error:
+            print(f"{type(error).__name__}: {error}")
+        else:
+            raise AssertionError("expected softplus to refuse bfloat16")
+    print(f"matmul result: {hidden.dtype}; softplus saw: {dtypes_seen}")
+    assert dtypes_seen == [torch.bfloat16]
+else:
+    print("register_autocast needs PyTorch 2.7; skipped")
+
+# %%
+# ``register_autocast`` declares the dtype the operator needs. Inside an
+# autocast region for that device type, floating-point inputs in lower
+# precision are cast to it before the operator runs. We ask for float32 on both
+# device types; float64 inputs are left alone, and outside autocast nothing
+# changes at all.
+
+if HAS_AUTOCAST_RULES:
+    torch.library.register_autocast(softplus, "cpu", torch.float32)
+    torch.library.register_autocast(softplus, "cuda", torch.float32)
+
+    for device in devices:
+        features, weight = (
+            torch.randn(4, 16, device=device),
+            torch.randn(16, 5, device=device),
+        )
+        wide = torch.randn(3, dtype=torch.float64, device=device)
+        dtypes_seen.clear()
+        with torch.autocast(device, dtype=torch.bfloat16):
+            hidden = features @ weight
+            activated = softplus(hidden)
+            softplus(wide)
+        print(f"{device}: matmul {hidden.dtype}; softplus saw {dtypes_seen}")
+        assert hidden.dtype == torch.bfloat16
+        assert dtypes_seen == [torch.float32, torch.float64]
+        assert activated.dtype == torch.float32
+        torch.testing.assert_close(
+            activated, torch.nn.functional.softplus(hidden.float())
+        )
+        try:
+            softplus(hidden)  # the same bfloat16 tensor, outside autocast
+        except ValueError:
+            print(f"{device}: outside autocast, bfloat16 is still refused")
+        else:
+            raise AssertionError("expected no casting outside autocast")
+
+# %%
+# Dispatch modes with ``register_torch_dispatch``
+# -----------------------------------------------
+#
+# A ``TorchDispatchMode`` intercepts every operator call made while it is
+# active, after autograd has done its part. Tracers, profilers and debugging
+# tools are built this way. Our custom operator reaches a mode like any other
+# operator. The mode below logs the name of each call and runs it unchanged.
+
+
+class OperatorLog(TorchDispatchMode):
+    """Record the name of every operator called while the mode is active."""
+
+    def __init__(self):
+        super().__init__()
+        self.entries = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.entries.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+x = torch.randn(4, 6)
+with OperatorLog() as log:
+    torch.nn.functional.relu(softplus(x)).sum()
+print(f"log: {log.entries}")
+assert log.entries[0] == "registrations.softplus.default"
+
+# %%
+# The mode's author could not know about our operator, and we may not be able to
+# change the mode. ``register_torch_dispatch`` lets the operator's author supply
+# a rule for one (operator, mode class) pair. The rule runs instead of the
+# mode's ``__torch_dispatch__`` for that operator only, and receives the mode
+# instance. Ours logs a richer entry, then runs the operator; the mode is not
+# active while a rule runs, so the call goes straight to the kernel.
+
+if HAS_DISPATCH_RULES:
+
+    @softplus.register_torch_dispatch(OperatorLog)
+    def _(mode, func, types, args, kwargs):
+        calls["dispatch rule"] += 1
+        (x,) = args
+        mode.entries.append(f"softplus on {tuple(x.shape)} via NumPy")
+        return func(*args, **kwargs)
+
+    calls.clear()
+    with OperatorLog() as log:
+        result = torch.nn.functional.relu(softplus(x)).sum()
+    print(f"log: {log.entries}")
+    assert log.entries[0] == "softplus on (4, 6) via NumPy"
+    assert "registrations.softplus.default" not in log.entries
+    assert calls == {"dispatch rule": 1, "cpu": 1}
+    torch.testing.assert_close(result, torch.nn.functional.softplus(x).sum())
+else:
+    print("register_torch_dispatch needs PyTorch 2.5; skipped")
+
+# %%
+# Which kernel ran when
+# ---------------------
+#
+# The table collects the page in one place. Each row runs the operator once,
+# under one condition, and counts what ran: the default kernel, a device kernel,
+# the fake kernel (which ``torch.compile`` uses while tracing), the vmap rule, or
+# the dispatch rule. Each row is checked against what this page has claimed.
+
+compiled_softplus = torch.compile(softplus, backend="aot_eager", fullgraph=True)
+cpu_input = torch.randn(8, 5)
+conditions = [("CPU tensor", lambda: softplus(cpu_input), {"cpu": 1})]
+if hasattr(softplus, "set_kernel_enabled"):
+
+    def cpu_kernel_disabled():
+        with softplus.set_kernel_enabled("cpu", enabled=False):
+            softplus(cpu_input)
+
+    conditions.append(("CPU, cpu kernel disabled", cpu_kernel_disabled, {"default": 1}))
+if "cuda" in devices:
+    cuda_input = cpu_input.cuda()
+    conditions.append(("CUDA tensor", lambda: softplus(cuda_input), {"cuda": 1}))
+conditions.append(
+    ("torch.compile, first call", lambda: compiled_softplus(cpu_input), None)
+)
+conditions.append(("torch.compile, again", lambda: compiled_softplus(cpu_input), None))
+if HAS_VMAP_RULES:
+    conditions.append(
+        ("torch.vmap over 8 rows", lambda: torch.vmap(softplus)(cpu_input), None)
+    )
+if HAS_AUTOCAST_RULES:
+
+    def under_autocast():
+        dtypes_seen.clear()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            softplus(cpu_input.bfloat16())
+        assert dtypes_seen == [torch.float32]
+
+    conditions.append(("bfloat16 under autocast", under_autocast, {"cpu": 1}))
+if HAS_DISPATCH_RULES:
+
+    def under_mode():
+        with OperatorLog():
+            softplus(cpu_input)
+
+    conditions.append(("under OperatorLog", under_mode, None))
+
+# ``None`` stands for "at least once": tracing may call the fake kernel more
+# than once.
+expected_extra = {
+    "torch.compile, first call": {"fake": None, "cpu": 1},
+    "torch.compile, again": {"cpu": 1},
+    "torch.vmap over 8 rows": {"vmap rule": 1, "cpu": 1},
+    "under OperatorLog": {"dispatch rule": 1, "cpu": 1},
+}
+columns = ["default", "cpu", "cuda", "fake", "vmap rule", "dispatch rule"]
+print(f"{'condition':<25}" + "".join(f"{name:>{len(name) + 2}}" for name in columns))
+for name, run, expected in conditions:
+    calls.clear()
+    run()
+    counts = dict(calls)
+    cells = [f"{counts.get(c, 0):>{len(c) + 2}}" for c in columns]
+    print(f"{name:<25}" + "".join(cells))
+    expected = expected or expected_extra[name]
+    assert counts.keys() == expected.keys(), (name, counts)
+    for kernel, count in expected.items():
+        assert counts[kernel] >= 1 if count is None else counts[kernel] == count
+
+# %%
+# The compiled function ran the fake kernel only while tracing, on the first
+# call, and the CPU kernel on every call. The autocast row ran the CPU kernel
+# with a float32 input. The vmap and dispatch rules each ran once and called
+# the CPU kernel themselves.
+#
+# Conclusion
+# ----------
+#
+# Each PyTorch subsystem that meets a custom operator has its own registration:
+#
+# * ``register_autograd`` for training, with a backward built from
+#   differentiable operations so that ``gradgradcheck`` passes too;
+# * ``register_kernel`` for a kernel per device type beside the default one;
+# * ``register_vmap`` to batch in one call instead of ``vmap``'s loop;
+# * ``register_autocast`` to fix the dtype the operator sees in mixed precision;
+# * ``register_torch_dispatch`` to teach a dispatch mode about the operator.
+#
+# Register the ones you need, and test each: ``gradcheck`` and
+# ``gradgradcheck`` for the mathematics, ``opcheck`` for the registrations, and
+# a comparison with a plain loop or a reference for everything else.
+#
+# See :ref:`sphx_glr_tutorials_mutable_custom_ops.py` for operators that write
+# into their arguments, and
+# :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py` for fake kernels and
+# dynamic shapes. :ref:`sphx_glr_tutorials_custom_op_internals.py` shows how
+# these registrations map onto the dispatcher.

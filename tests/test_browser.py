@@ -1,0 +1,598 @@
+"""The built site as a reader's browser sees it.
+
+One Chromium (Debian's, driven by Playwright) visits every page of
+``_build/html``, served over HTTP from 127.0.0.1, three times, each time from a
+fresh browser profile: at desktop width in the theme's light mode and in its
+dark mode, and at phone width. What it sees is collected once per session
+(``survey``), and each test below checks one property of it: pages load
+without console errors, images decode, links resolve, requests stay on the
+serving host, nothing scrolls sideways on a phone, text is readable in both
+modes, figures sit on a light panel in dark mode, and every tutorial carries
+the record of the run that produced it. Screenshots of every page go to
+``_build/screenshots/`` for people to look at.
+
+Locally the module skips when no browser is installed; under CI (the ``CI``
+environment variable set) a missing browser is a failure.
+"""
+
+import functools
+import http.server
+import importlib.util
+import os
+import re
+import shutil
+import threading
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlsplit
+
+import pytest
+from conftest import EXAMPLES, GALLERY_DIR, REPO
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # Every host but the one serving the site is unknown: a request for one
+    # is still seen (and fails the test) but never leaves the machine.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+# Folders of the build that hold assets and copies rather than pages to read.
+NOT_PAGES = {"_static", "_sources", "_downloads", "_images"}
+SCREENSHOTS = REPO / "_build" / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+# WCAG 2 AA: 4.5 for body-size text, 3 for large text (24px, or 18.66px bold).
+MINIMUM_CONTRAST = 4.5
+MINIMUM_CONTRAST_LARGE = 3.0
+TUTORIALS = [f"{GALLERY_DIR}/{name}.html" for name in EXAMPLES]
+
+
+def in_ci():
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def missing(reason):
+    """Skip locally, fail in CI: CI must run every browser check."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
+    pytest.skip(reason)
+
+
+def find_chromium():
+    for candidate in ["/usr/bin/chromium", shutil.which("chromium")]:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def built_torch_version():
+    """torch.__version__ of this interpreter's torch, read without importing it."""
+    spec = importlib.util.find_spec("torch")
+    assert spec and spec.origin, "torch is not installed in the test interpreter"
+    text = (Path(spec.origin).parent / "version.py").read_text()
+    return re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", text, re.M).group(1)
+
+
+# -- Serving the site -----------------------------------------------------------
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def served(site):
+    """Serve ``_build/html`` on an ephemeral port of 127.0.0.1."""
+    if not (site.html / "index.html").exists():
+        pytest.fail(
+            f"no site to browse: the build wrote no index.html\n{site.warnings}"
+        )
+    handler = functools.partial(QuietHandler, directory=str(site.html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("Playwright is not installed")
+    executable = find_chromium()
+    if executable is None:
+        missing("no Chromium found at /usr/bin/chromium or on PATH")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=executable, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+# -- What a visit collects --------------------------------------------------------
+
+# Runs in the page: every image, waited for until it has decoded (or failed).
+IMAGES_JS = """async () => Promise.all([...document.images].map(async (img) => {
+    img.loading = "eager";
+    try { await img.decode(); } catch (e) {}
+    return {src: img.currentSrc || img.src, width: img.naturalWidth};
+}))"""
+
+# Runs in the page: links, code blocks and copy buttons.
+LINKS_JS = """() => ({
+    links: [...document.querySelectorAll("a[href]")].map((a) => a.href),
+    codeBlocks: document.querySelectorAll("div.highlight pre").length,
+    copyButtons: document.querySelectorAll("div.highlight button.copybtn").length,
+    theme: document.documentElement.dataset.theme,
+})"""
+
+# Runs in the page: what sticks out to the right of the viewport. Code blocks
+# may scroll inside themselves; nothing else may scroll or be cut off.
+OVERFLOW_JS = """() => {
+    const width = document.documentElement.clientWidth;
+    window.scrollTo(10000, window.scrollY);
+    const scrolledBy = window.scrollX;
+    window.scrollTo(0, window.scrollY);
+    const inCode = (el) => el.closest("pre, div.highlight, .highlight") !== null;
+    const describe = (el) => el.tagName.toLowerCase()
+        + (el.id ? "#" + el.id : "")
+        + (el.className && typeof el.className === "string"
+            ? "." + el.className.trim().split(/\\s+/).join(".") : "");
+    const visible = (el, rect) => rect.width > 1 && rect.height > 1
+        && getComputedStyle(el).visibility !== "hidden";
+    const scrollers = [];
+    const sticking = [];
+    for (const el of document.body.querySelectorAll("*")) {
+        const style = getComputedStyle(el);
+        const rect = el.getBoundingClientRect();
+        if (!visible(el, rect)) continue;
+        if (el.tagName === "PRE" && el.scrollWidth > el.clientWidth + 1
+                && !["auto", "scroll"].includes(style.overflowX)) {
+            // A wide code block must scroll inside itself, not be cut off.
+            sticking.push(describe(el) + " (wide code block that cannot scroll)");
+        }
+        if (inCode(el)) continue;
+        if (["auto", "scroll"].includes(style.overflowX)
+                && el.scrollWidth > el.clientWidth + 1) {
+            scrollers.push(describe(el) + ` (${el.scrollWidth} > ${el.clientWidth})`);
+        }
+        if (rect.right > width + 1 && !el.closest("dialog:not([open])")) {
+            sticking.push(describe(el) + ` (right edge ${Math.round(rect.right)})`);
+        } else if (style.overflowX === "visible" && el.scrollWidth > el.clientWidth + 1
+                   && el.clientWidth > 0
+                   && ["block", "list-item", "table-cell", "flex", "grid"]
+                       .includes(style.display)) {
+            // Text or a child that runs past the element's own right edge.
+            sticking.push(describe(el) + ` (content ${el.scrollWidth}px`
+                          + ` in ${el.clientWidth}px)`);
+        }
+    }
+    return {
+        width,
+        scrollWidth: document.documentElement.scrollWidth,
+        scrolledBy,
+        scrollers: scrollers.slice(0, 15),
+        sticking: sticking.slice(0, 15),
+    };
+}"""
+
+# Runs in the page: the contrast of every visible piece of text against what
+# lies behind it, and the backdrop of every gallery figure.
+CONTRAST_JS = """() => {
+    const canvas = document.createElement("canvas");
+    canvas.width = canvas.height = 1;
+    const ctx = canvas.getContext("2d", {willReadFrequently: true});
+    const rgba = (color) => {
+        ctx.clearRect(0, 0, 1, 1);
+        ctx.fillStyle = "rgba(0, 0, 0, 0)";
+        ctx.fillStyle = color;
+        ctx.fillRect(0, 0, 1, 1);
+        const [r, g, b, a] = ctx.getImageData(0, 0, 1, 1).data;
+        return [r, g, b, a / 255];
+    };
+    const over = (top, bottom) => [0, 1, 2].map(
+        (i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+    // The colour behind an element: its own background over its parent's,
+    // down to an opaque one (white if none is), worked out once per element.
+    const backdrops = new Map();
+    const backdrop = (el) => {
+        if (!el) return [255, 255, 255, 1];
+        if (!backdrops.has(el)) {
+            const own = rgba(getComputedStyle(el).backgroundColor);
+            backdrops.set(el, own[3] >= 1 ? own
+                : own[3] > 0 ? over(own, backdrop(el.parentElement))
+                : backdrop(el.parentElement));
+        }
+        return backdrops.get(el);
+    };
+    const luminance = ([r, g, b]) => {
+        const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92
+            : Math.pow((c + 0.055) / 1.055, 2.4); };
+        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    };
+    const ratio = (a, b) => {
+        const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+        return (hi + 0.05) / (lo + 0.05);
+    };
+    const opacities = new Map();
+    const opacity = (el) => {
+        if (!el) return 1;
+        if (!opacities.has(el)) {
+            opacities.set(el, parseFloat(getComputedStyle(el).opacity)
+                          * opacity(el.parentElement));
+        }
+        return opacities.get(el);
+    };
+    const kind = (el) => el.closest(".verified-stamp") ? "stamp"
+        : el.closest(".sd-card, .sphx-glr-thumbcontainer") ? "card"
+        : el.closest("pre, code") ? "code"
+        : el.closest("article") ? "body text"
+        : "page chrome";
+    // Elements styled alike in the same surroundings (the thousands of
+    // syntax-highlighting spans of a page, say) are measured once.
+    const seen = new Set();
+    const signature = (el) => [
+        el.tagName, el.className, el.parentElement && el.parentElement.className,
+        (el.closest(".sd-card, .admonition, table, .sphx-glr-script-out,"
+                    + " .sphx-glr-download, .verified-stamp, .highlight, header,"
+                    + " footer, nav, aside") || document.body).className,
+    ].join("|");
+    const texts = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+        const el = walker.currentNode.parentElement;
+        if (!el || !walker.currentNode.textContent.trim()) continue;
+        const key = signature(el);
+        if (seen.has(key)) continue;
+        if (el.closest("script, style, noscript, dialog:not([open]), .visually-hidden,"
+                       + " .sr-only, [aria-hidden=true]")) continue;
+        const rect = el.getBoundingClientRect();
+        const style = getComputedStyle(el);
+        if (rect.width < 2 || rect.height < 2 || style.visibility === "hidden"
+            || style.display === "none") continue;
+        seen.add(key);
+        const back = backdrop(el);
+        const fore = rgba(style.color);
+        const alpha = fore[3] * opacity(el);
+        const text = over([fore[0], fore[1], fore[2], alpha], back);
+        const size = parseFloat(style.fontSize);
+        const bold = parseInt(style.fontWeight) >= 700;
+        const large = size >= 24 || (size >= 18.66 && bold);
+        texts.push({
+            kind: kind(el), large, contrast: ratio(text, back),
+            text: walker.currentNode.textContent.trim().slice(0, 40),
+            color: style.color, background: `rgb(${back.slice(0, 3).join(",")})`,
+        });
+    }
+    // A figure's panel: the nearest box, itself included, with a background
+    // colour, and how far that colour reaches beyond the picture.
+    const figures = [...document.querySelectorAll(
+        "img.sphx-glr-single-img, img.sphx-glr-multi-img")].map((img) => {
+        const style = getComputedStyle(img);
+        let panel = img;
+        while (panel && rgba(getComputedStyle(panel).backgroundColor)[3] === 0) {
+            panel = panel.parentElement;
+        }
+        let margin = 0;
+        if (panel === img) {
+            margin = Math.min(...["Top", "Right", "Bottom", "Left"].map(
+                (side) => parseFloat(style["padding" + side])));
+        } else if (panel) {
+            const [outer, inner] = [panel.getBoundingClientRect(),
+                                    img.getBoundingClientRect()];
+            margin = Math.min(inner.left - outer.left, outer.right - inner.right,
+                              inner.top - outer.top, outer.bottom - inner.bottom);
+        }
+        return {src: img.src, backdrop: luminance(backdrop(img)), margin,
+                filter: style.filter};
+    });
+    return {texts, figures, theme: document.documentElement.dataset.theme};
+}"""
+
+
+@dataclass
+class Visit:
+    """What one page showed in one viewport and colour mode."""
+
+    console_errors: list = field(default_factory=list)
+    requests: list = field(default_factory=list)
+    images: list = field(default_factory=list)
+    links: dict = field(default_factory=dict)
+    overflow: dict = field(default_factory=dict)
+    contrast: dict = field(default_factory=dict)
+    stamp: dict | None = None
+
+
+@dataclass
+class Survey:
+    base: str
+    pages: list
+    visits: dict  # (page, "desktop"/"phone", "light"/"dark") -> Visit
+    html: Path
+
+
+def site_pages(html_dir):
+    return sorted(
+        p.relative_to(html_dir).as_posix()
+        for p in html_dir.rglob("*.html")
+        if not NOT_PAGES & set(p.relative_to(html_dir).parts)
+    )
+
+
+def visit(context, base, page_path, width_name, mode, shots):
+    """Load one page in a fresh tab and collect what the tests need."""
+    result = Visit()
+    page = context.new_page()
+    page.on(
+        "console",
+        lambda msg: (
+            result.console_errors.append(f"console: {msg.text}")
+            if msg.type == "error"
+            else None
+        ),
+    )
+    page.on("pageerror", lambda exc: result.console_errors.append(f"error: {exc}"))
+    page.on("request", lambda request: result.requests.append(request.url))
+    page.on(
+        "requestfailed",
+        lambda request: result.console_errors.append(
+            f"request failed: {request.url} ({request.failure})"
+        ),
+    )
+    page.goto(base + page_path, wait_until="load")
+    first_view = width_name == "desktop" and mode == "light"
+    if first_view:
+        # Let late requests (scripts that fetch after load) show up, once.
+        page.wait_for_load_state("networkidle")
+        result.images = page.evaluate(IMAGES_JS)
+        result.links = page.evaluate(LINKS_JS)
+        stamp = page.locator(".verified-stamp")
+        if stamp.count():
+            result.stamp = {
+                "text": stamp.first.inner_text(),
+                "visible": stamp.first.is_visible(),
+                "before_code": page.evaluate(
+                    """() => {
+                        const stamp = document.querySelector(".verified-stamp");
+                        const code = document.querySelector("div.highlight");
+                        return !code || Boolean(stamp.compareDocumentPosition(code)
+                            & Node.DOCUMENT_POSITION_FOLLOWING);
+                    }"""
+                ),
+            }
+    if width_name == "phone":
+        result.overflow = page.evaluate(OVERFLOW_JS)
+    if width_name == "desktop":
+        result.contrast = page.evaluate(CONTRAST_JS)
+    if mode == "light" or width_name == "desktop":
+        name = page_path.removesuffix(".html").replace("/", "--")
+        shot = shots / f"{width_name}-{mode}" / f"{name}.jpg"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True, type="jpeg", quality=80)
+    page.close()
+    return result
+
+
+@pytest.fixture(scope="session")
+def survey(browser, site, served):
+    pages = site_pages(site.html)
+    assert pages, "the build wrote no pages"
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    visits = {}
+    for width_name, viewport in [("desktop", DESKTOP), ("phone", PHONE)]:
+        for mode in ["light", "dark"]:
+            if width_name == "phone" and mode == "dark":
+                continue  # nothing to measure that the other three views miss
+            # A fresh profile per view: no stored theme choice, no cache.
+            context = browser.new_context(viewport=viewport, color_scheme=mode)
+            for page_path in pages:
+                visits[page_path, width_name, mode] = visit(
+                    context, served, page_path, width_name, mode, SCREENSHOTS
+                )
+            context.close()
+    return Survey(base=served, pages=pages, visits=visits, html=site.html)
+
+
+def each(survey, width_name="desktop", mode="light"):
+    for page_path in survey.pages:
+        yield page_path, survey.visits[page_path, width_name, mode]
+
+
+# -- The tests ------------------------------------------------------------------
+
+
+def test_every_page_loads_without_console_errors(survey):
+    errors = {
+        f"{page} ({width}, {mode})": visit.console_errors
+        for (page, width, mode), visit in survey.visits.items()
+        if visit.console_errors
+    }
+    assert not errors, f"console errors: {errors}"
+
+
+def test_every_image_decodes(survey):
+    broken = {
+        page: [image["src"] for image in visit.images if image["width"] == 0]
+        for page, visit in each(survey)
+    }
+    broken = {page: srcs for page, srcs in broken.items() if srcs}
+    assert not broken, f"images that did not decode: {broken}"
+
+
+def test_requests_stay_on_the_serving_host(survey):
+    host = urlsplit(survey.base).netloc
+    elsewhere = {
+        f"{page} ({width}, {mode})": sorted(
+            {
+                url
+                for url in visit.requests
+                if urlsplit(url).scheme not in ("data", "blob", "about")
+                and urlsplit(url).netloc != host
+            }
+        )
+        for (page, width, mode), visit in survey.visits.items()
+    }
+    elsewhere = {page: urls for page, urls in elsewhere.items() if urls}
+    assert not elsewhere, f"requests to other hosts: {elsewhere}"
+
+
+def test_every_internal_and_download_link_resolves(survey):
+    host = urlsplit(survey.base).netloc
+    targets = {}  # target url -> a page linking to it
+    fragments = {}  # (target url, fragment) -> a page linking to it
+    for page, visit in each(survey):
+        for href in visit.links["links"]:
+            url, fragment = urldefrag(href)
+            if urlsplit(url).netloc != host or urlsplit(url).scheme != "http":
+                continue
+            targets.setdefault(url, page)
+            if fragment:
+                fragments.setdefault((url, unquote(fragment)), page)
+    assert any("/_downloads/" in url for url in targets), "no download links found"
+    broken, bodies = [], {}
+    for url, page in sorted(targets.items()):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                body = response.read()
+                if not body:
+                    broken.append(f"{url} (empty, linked from {page})")
+                if response.headers.get_content_type() == "text/html":
+                    bodies[url] = body.decode("utf-8", "replace")
+        except Exception as error:  # noqa: BLE001 - reported below
+            broken.append(f"{url} ({error}, linked from {page})")
+    for (url, fragment), page in sorted(fragments.items()):
+        body = bodies.get(url)
+        if body is not None and not re.search(
+            rf"""\b(?:id|name)=["']{re.escape(fragment)}["']""", body
+        ):
+            broken.append(f"{url}#{fragment} (no such anchor, linked from {page})")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_code_blocks_have_copy_buttons(survey):
+    tutorials = [p for p in TUTORIALS if p in survey.pages]
+    assert tutorials, "no tutorial pages were built"
+    lacking = {}
+    for page, visit in each(survey):
+        blocks = visit.links["codeBlocks"]
+        buttons = visit.links["copyButtons"]
+        if blocks != buttons or (page in tutorials and blocks == 0):
+            lacking[page] = f"{buttons} copy buttons for {blocks} code blocks"
+    assert not lacking, f"code blocks without copy buttons: {lacking}"
+
+
+def test_copy_button_copies_the_code(survey, browser):
+    page_path = next(p for p in TUTORIALS if p in survey.pages)
+    context = browser.new_context(viewport=DESKTOP)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.goto(survey.base + page_path, wait_until="load")
+    block = page.locator("div.highlight-Python div.highlight").first
+    expected = block.locator("pre").inner_text().strip()
+    block.hover()
+    block.locator("button.copybtn").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    context.close()
+    assert copied.strip() == expected
+
+
+def test_search_finds_opcheck(survey, browser):
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.goto(survey.base + "search.html?q=opcheck", wait_until="load")
+    results = page.locator("#search-results ul.search li a")
+    results.first.wait_for(timeout=30_000)
+    hrefs = results.evaluate_all("(links) => links.map((a) => a.href)")
+    context.close()
+    assert any(f"/{GALLERY_DIR}/" in href for href in hrefs), hrefs
+
+
+def test_no_page_scrolls_sideways_on_a_phone(survey):
+    problems = {}
+    for page, visit in each(survey, "phone"):
+        overflow = visit.overflow
+        if (
+            overflow["scrollWidth"] > overflow["width"]
+            or overflow["scrolledBy"]
+            or overflow["scrollers"]
+            or overflow["sticking"]
+        ):
+            problems[page] = overflow
+    assert not problems, "wider than a 390px phone (outside code blocks):\n" + (
+        "\n".join(f"{page}: {overflow}" for page, overflow in problems.items())
+    )
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_text_is_readable_in_both_modes(survey, mode):
+    kinds_seen = set()
+    poor = []
+    for page, visit in each(survey, "desktop", mode):
+        assert visit.contrast["theme"] == mode, f"{page} did not switch to {mode}"
+        for text in visit.contrast["texts"]:
+            kinds_seen.add(text["kind"])
+            needed = MINIMUM_CONTRAST_LARGE if text["large"] else MINIMUM_CONTRAST
+            if text["contrast"] < needed:
+                poor.append(
+                    f"{page}: {text['kind']} {text['text']!r} "
+                    f"{text['color']} on {text['background']}: "
+                    f"{text['contrast']:.2f} < {needed}"
+                )
+    assert not poor, f"{len(poor)} pieces of text too faint:\n" + "\n".join(poor[:40])
+    assert {"body text", "code", "card", "stamp"} <= kinds_seen, kinds_seen
+
+
+def test_figures_sit_on_a_light_panel_in_dark_mode(survey):
+    figures = [
+        (page, figure)
+        for page, visit in each(survey, "desktop", "dark")
+        for figure in visit.contrast["figures"]
+    ]
+    assert figures, "no gallery figures found"
+    dark = [
+        f"{page}: {figure['src']} (backdrop luminance {figure['backdrop']:.2f}, "
+        f"panel margin {figure['margin']:.0f}px, filter {figure['filter']})"
+        for page, figure in figures
+        if figure["backdrop"] < 0.6
+        or figure["margin"] < 4
+        or re.search(r"invert|brightness\(0?\.[0-8]", figure["filter"])
+    ]
+    assert not dark, "figures not on a light panel, or dimmed:\n" + "\n".join(dark)
+
+
+def test_every_tutorial_page_names_the_run_that_verified_it(survey):
+    version = built_torch_version()
+    missing_pages = [p for p in TUTORIALS if p not in survey.pages]
+    assert not missing_pages, f"tutorial pages not built: {missing_pages}"
+    problems = {}
+    for page in TUTORIALS:
+        stamp = survey.visits[page, "desktop", "light"].stamp
+        if stamp is None:
+            problems[page] = "no verified stamp"
+        elif not (stamp["visible"] and stamp["before_code"]):
+            problems[page] = f"stamp hidden or below the first code block: {stamp}"
+        elif f"PyTorch {version}" not in stamp["text"]:
+            problems[page] = f"stamp does not name PyTorch {version}: {stamp['text']!r}"
+        elif not re.search(r"\b(CPU|CUDA|NVIDIA)\b", stamp["text"]):
+            problems[page] = f"stamp names no device: {stamp['text']!r}"
+        elif not re.search(r"\b\d{4}-\d{2}-\d{2}\b", stamp["text"]):
+            problems[page] = f"stamp has no date: {stamp['text']!r}"
+    assert not problems, problems
+
+
+def test_site_has_a_favicon(site):
+    html = (site.html / "index.html").read_text()
+    icons = re.findall(r'<link rel="icon" href="([^"]+)"', html)
+    assert icons and icons[0].endswith(".svg"), icons
+    assert (site.html / icons[0]).is_file()

@@ -1,0 +1,172 @@
+"""The landing page's cards and the verified stamp, checked without a browser.
+
+The cards come from the example scripts' docstrings; a script that does not
+state what a card needs is a build warning. The stamp trusts a record only
+when it describes the run whose output the page shows.
+"""
+
+import json
+import os
+import shutil
+import sys
+import time
+
+import pytest
+from conftest import EXAMPLES, REPO, run
+
+sys.path.insert(0, str(REPO / "_ext"))
+import course_order  # noqa: E402
+import tutorial_cards  # noqa: E402
+import verified_stamp  # noqa: E402
+
+NO_VERSION = '''"""
+A Page Without a Version
+========================
+
+This page forgot to say which PyTorch it needs. It has a second sentence.
+
+.. grid:: 2
+
+    .. grid-item-card:: Prerequisites
+
+       * NumPy
+"""
+
+print("hello")
+'''
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_example_states_what_its_card_shows(name):
+    card = tutorial_cards.read_script(REPO / "advanced" / f"{name}.py")
+    assert card["problems"] == []
+    assert card["title"] and card["summary"].endswith((".", "!", "?"))
+    assert card["version"].count(".") >= 1
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_example_has_a_place_and_a_one_line_summary_in_the_course(name):
+    summary = course_order.COURSE.get(f"{name}.py")
+    assert summary, f"advanced/{name}.py is missing from _ext/course_order.py"
+    assert len(summary) <= 90 and "\n" not in summary
+
+
+def test_card_summary_is_the_first_sentence_of_the_first_paragraph(tmp_path):
+    script = tmp_path / "page.py"
+    script.write_text(NO_VERSION)
+    card = tutorial_cards.read_script(script)
+    assert card["title"] == "A Page Without a Version"
+    assert card["summary"] == ("This page forgot to say which PyTorch it needs.")
+    assert card["version"] is None
+    assert any("PyTorch X.Y or later" in p for p in card["problems"])
+
+
+def test_script_without_version_bullet_fails_a_strict_build(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ["conf.py", "index.rst"]:
+        shutil.copy(REPO / name, project / name)
+    for folder in ["_ext", "_static"]:
+        shutil.copytree(
+            REPO / folder, project / folder, ignore=lambda *_: ["__pycache__"]
+        )
+    (project / "start_here.rst").write_text("Start here\n==========\n")
+    (project / "advanced").mkdir()
+    shutil.copy(REPO / "advanced" / "README.txt", project / "advanced")
+    (project / "advanced" / "no_version.py").write_text(NO_VERSION)
+    process = run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q"]
+        + ["-D", "plot_gallery=0", ".", "_build/html"],
+        cwd=project,
+        timeout=600,
+    )
+    assert process.returncode != 0
+    assert "WARNING: tutorial card for no_version.py" in process.stderr, process.stderr[
+        -3000:
+    ]
+    assert "PyTorch X.Y or later" in process.stderr
+
+
+def _gallery(tmp_path):
+    (tmp_path / "advanced").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    source = tmp_path / "advanced" / "page.py"
+    source.write_text('"""\nPage\n====\n"""\nprint(1)\n')
+    conf = {
+        "src_dir": str(tmp_path),
+        "examples_dirs": "advanced",
+        "gallery_dirs": "tutorials",
+    }
+    return conf, source, tmp_path / "tutorials"
+
+
+def test_record_of_a_finished_run_is_trusted(tmp_path):
+    conf, source, gallery = _gallery(tmp_path)
+    verified_stamp.record_execution(conf, "page.py")
+    record = json.loads((gallery / "page.verified.json").read_text())
+    import torch
+
+    assert record["torch"] == torch.__version__
+    assert record["devices"][0] == "CPU"
+    # Sphinx-Gallery writes the .md5 once the run has finished.
+    (gallery / "page.py.md5").write_text(record["source_md5"])
+    assert verified_stamp._check_record(source, gallery) == (record, None)
+
+
+def test_record_is_not_trusted_once_the_script_changes(tmp_path):
+    conf, source, gallery = _gallery(tmp_path)
+    verified_stamp.record_execution(conf, "page.py")
+    record = json.loads((gallery / "page.verified.json").read_text())
+    (gallery / "page.py.md5").write_text(record["source_md5"])
+    source.write_text(source.read_text() + "print(2)\n")
+    record, problem = verified_stamp._check_record(source, gallery)
+    assert record is None and "changed" in problem
+
+
+def test_record_of_a_run_that_did_not_finish_is_not_trusted(tmp_path):
+    conf, source, gallery = _gallery(tmp_path)
+    md5 = gallery / "page.py.md5"
+    md5.write_text(verified_stamp._source_md5(source))
+    # The .md5 is left from a success long ago; the recorded run came later
+    # and never finished (it failed, so the .md5 was not rewritten).
+    old = time.time() - 3600
+    os.utime(md5, (old, old))
+    verified_stamp.record_execution(conf, "page.py")
+    record, problem = verified_stamp._check_record(source, gallery)
+    assert record is None and "did not finish" in problem
+
+
+def test_page_without_record_is_reported(tmp_path):
+    _, source, gallery = _gallery(tmp_path)
+    record, problem = verified_stamp._check_record(source, gallery)
+    assert record is None and "no record" in problem
+
+
+def test_computation_times_page_loses_its_cdn_scripts():
+    import offline_pages
+
+    generated = (REPO / "sg_execution_times.rst").read_text()
+    assert "https://" in generated  # what Sphinx-Gallery writes
+    source = [generated]
+    offline_pages.drop_cdn_tables(None, "sg_execution_times", source)
+    assert "https://" not in source[0]
+    assert ".. list-table::" in source[0] and ":ref:" in source[0]
+
+
+def test_remote_assets_are_found_in_a_page():
+    import offline_pages
+
+    context = {
+        "script_files": ["_static/local.js", "https://cdn.example.org/lib.js"],
+        "css_files": ["//fonts.example.org/font.css"],
+        "body": '<img src="../_images/a.png" srcset="http://x.org/b.png 2x">'
+        '<a href="https://example.org/">a link is fetched only when followed</a>',
+    }
+    remote = [
+        url for url in offline_pages._urls(context) if offline_pages.REMOTE.match(url)
+    ]
+    assert remote == [
+        "https://cdn.example.org/lib.js",
+        "//fonts.example.org/font.css",
+        "http://x.org/b.png",
+    ]

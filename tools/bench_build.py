@@ -1,0 +1,147 @@
+"""Measure how fast the site builds and how heavy its pages are.
+
+``make bench`` runs this script. It copies the project's files (tracked and
+untracked-but-not-ignored, as git lists them) into a scratch directory, so the
+working tree's own build is left alone, and there measures:
+
+* a cold build: no generated gallery, every example executed (the compiler
+  caches shared by all clones stay warm, as they would on a developer machine);
+* a no-op rebuild: nothing changed;
+* a single-example rebuild: one example's source changed, so only it runs;
+* each example's execution time, as Sphinx-Gallery recorded it;
+* each page's weight: its HTML plus the images it loads.
+
+The numbers go to ``_build/bench.json`` and a short table on standard output.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def project_files():
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (REPO / name).exists()]
+
+
+def timed_make_html(project, venv):
+    start = time.perf_counter()
+    process = subprocess.run(
+        ["make", "html", f"VENV={venv}"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    elapsed = time.perf_counter() - start
+    if process.returncode != 0:
+        sys.exit(f"make html failed in {project}:\n{process.stdout[-4000:]}")
+    return elapsed
+
+
+def example_times(project):
+    times = {}
+    for cost in sorted((project / "tutorials").glob("*.cost.json")):
+        name = cost.name.removesuffix(".cost.json")
+        times[name] = json.loads(cost.read_text())["time"]
+    return times
+
+
+def page_weights(html_dir):
+    """Bytes of each page: the HTML file plus every image it loads."""
+    weights = {}
+    for page in sorted(html_dir.rglob("*.html")):
+        relative = page.relative_to(html_dir)
+        if relative.parts[0].startswith("_"):
+            continue
+        html = page.read_text(encoding="utf-8")
+        total = page.stat().st_size
+        for src in set(re.findall(r'<img[^>]+src="([^"]+)"', html)):
+            image = (page.parent / src.split("?")[0]).resolve()
+            if image.is_file():
+                total += image.stat().st_size
+        weights[str(relative)] = total
+    return weights
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", default=sys.prefix, help="virtual environment")
+    parser.add_argument(
+        "--example",
+        default="python_custom_ops",
+        help="the example to change for the single-example rebuild",
+    )
+    parser.add_argument("--output", default=str(REPO / "_build" / "bench.json"))
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="site-bench-") as scratch:
+        project = Path(scratch) / "site"
+        for name in project_files():
+            target = project / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, target)
+
+        print("cold build ...", flush=True)
+        cold = timed_make_html(project, args.venv)
+        print("no-op rebuild ...", flush=True)
+        noop = timed_make_html(project, args.venv)
+        print(f"rebuild after changing {args.example}.py ...", flush=True)
+        with open(project / "advanced" / f"{args.example}.py", "a") as script:
+            script.write("\n# Changed by tools/bench_build.py.\n")
+        single = timed_make_html(project, args.venv)
+
+        examples = example_times(project)
+        weights = page_weights(project / "_build" / "html")
+
+    heaviest = max(weights, key=weights.get)
+    results = {
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "cold_build_s": round(cold, 1),
+        "noop_rebuild_s": round(noop, 1),
+        "single_example_rebuild_s": round(single, 1),
+        "single_example": args.example,
+        "example_execution_s": {k: round(v, 1) for k, v in examples.items()},
+        "page_bytes": weights,
+        "heaviest_page": {"page": heaviest, "bytes": weights[heaviest]},
+    }
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2) + "\n")
+
+    rows = [
+        ("cold build", f"{cold:.1f} s"),
+        ("no-op rebuild", f"{noop:.1f} s"),
+        (f"rebuild after changing {args.example}", f"{single:.1f} s"),
+    ]
+    rows += [(f"  run {name}.py", f"{t:.1f} s") for name, t in examples.items()]
+    rows.append((f"heaviest page: {heaviest}", f"{weights[heaviest] / 1024:.0f} KiB"))
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value:>10}")
+    print(f"written to {output}")
+
+
+if __name__ == "__main__":
+    main()
