@@ -4,8 +4,10 @@
 untracked-but-not-ignored, as git lists them) into a scratch directory, so the
 working tree's own build is left alone, and there measures:
 
-* a cold build: no generated gallery, every example executed (the compiler
-  caches shared by all clones stay warm, as they would on a developer machine);
+* a cold build: no generated gallery, every example executed, with empty
+  compiler caches (Inductor's and the C++ extensions', in a scratch folder);
+* the same cold build again, now with those compiler caches warm, as on a
+  machine that has built the site before;
 * a no-op rebuild: nothing changed;
 * a single-example rebuild: one example's source changed, so only it runs;
 * each example's execution time, as Sphinx-Gallery recorded it;
@@ -40,11 +42,12 @@ def project_files():
     return [name for name in listed.split("\0") if name and (REPO / name).exists()]
 
 
-def timed_make_html(project, venv):
+def timed_make_html(project, venv, caches):
     start = time.perf_counter()
     process = subprocess.run(
         ["make", "html", f"VENV={venv}"],
         cwd=project,
+        env={**os.environ, **caches},
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
@@ -98,14 +101,22 @@ def main():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, target)
 
-        print("cold build ...", flush=True)
-        cold = timed_make_html(project, args.venv)
+        caches = {
+            "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor-cache"),
+            "TORCH_EXTENSIONS_DIR": str(Path(scratch) / "torch-extensions"),
+        }
+        print("cold build, empty compiler caches ...", flush=True)
+        cold_empty = timed_make_html(project, args.venv, caches)
+        examples_empty = example_times(project)
+        subprocess.run(["make", "clean"], cwd=project, check=True, capture_output=True)
+        print("cold build, warm compiler caches ...", flush=True)
+        cold = timed_make_html(project, args.venv, caches)
         print("no-op rebuild ...", flush=True)
-        noop = timed_make_html(project, args.venv)
+        noop = timed_make_html(project, args.venv, caches)
         print(f"rebuild after changing {args.example}.py ...", flush=True)
         with open(project / "advanced" / f"{args.example}.py", "a") as script:
             script.write("\n# Changed by tools/bench_build.py.\n")
-        single = timed_make_html(project, args.venv)
+        single = timed_make_html(project, args.venv, caches)
 
         examples = example_times(project)
         weights = page_weights(project / "_build" / "html")
@@ -118,10 +129,14 @@ def main():
             "python": platform.python_version(),
             "platform": platform.platform(),
         },
+        "cold_build_empty_caches_s": round(cold_empty, 1),
         "cold_build_s": round(cold, 1),
         "noop_rebuild_s": round(noop, 1),
         "single_example_rebuild_s": round(single, 1),
         "single_example": args.example,
+        "example_execution_empty_caches_s": {
+            k: round(v, 1) for k, v in examples_empty.items()
+        },
         "example_execution_s": {k: round(v, 1) for k, v in examples.items()},
         "page_bytes": weights,
         "heaviest_page": {"page": heaviest, "bytes": weights[heaviest]},
@@ -131,11 +146,18 @@ def main():
     output.write_text(json.dumps(results, indent=2) + "\n")
 
     rows = [
-        ("cold build", f"{cold:.1f} s"),
+        ("cold build, empty compiler caches", f"{cold_empty:.1f} s"),
+        ("cold build, warm compiler caches", f"{cold:.1f} s"),
         ("no-op rebuild", f"{noop:.1f} s"),
         (f"rebuild after changing {args.example}", f"{single:.1f} s"),
     ]
-    rows += [(f"  run {name}.py", f"{t:.1f} s") for name, t in examples.items()]
+    rows += [
+        (
+            f"  run {name}.py, empty / warm caches",
+            f"{examples_empty[name]:.1f} / {t:.1f} s",
+        )
+        for name, t in examples.items()
+    ]
     rows.append((f"heaviest page: {heaviest}", f"{weights[heaviest] / 1024:.0f} KiB"))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:

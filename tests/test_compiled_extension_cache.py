@@ -1,0 +1,23 @@
+"""A rebuild of the C++ page with no C++ change reuses the compiled library."""
+
+import re
+import shutil
+import sys
+
+import pytest
+from conftest import REPO, run
+
+
+@pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
+def test_cpp_page_compiles_once_then_reuses_its_build(tmp_path):
+    script = REPO / "advanced" / "cpp_custom_ops.py"
+    cache = {"TORCH_EXTENSIONS_DIR": str(tmp_path / "extensions")}
+    first = run([sys.executable, str(script)], cwd=tmp_path, env=cache, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = run([sys.executable, str(script)], cwd=tmp_path, env=cache, timeout=900)
+    assert second.returncode == 0, second.stderr[-3000:]
+
+    assert re.search(r"^compiled the extension in", first.stdout, re.M)
+    assert re.search(r"^reused the cached build in", second.stdout, re.M)
+    libraries = list((tmp_path / "extensions").rglob("*.so"))
+    assert libraries, "the build did not land in TORCH_EXTENSIONS_DIR"
