@@ -506,13 +506,8 @@ def _(im1, im2, coord):
 # canvas, the incoming gradient with the patch area zeroed (a paste of zeros),
 # and for the patch, a crop of the incoming gradient. Because both backward
 # formulas are built from these same differentiable operators, second
-# derivatives work as well.
-
-
-def crop_exact_setup_context(ctx, inputs, output):
-    pic, box = inputs
-    ctx.pic_shape = pic.shape
-    ctx.corner = (box[0], box[1])
+# derivatives work as well. The crop needs the same saved values as before, so
+# it reuses ``crop_setup_context``.
 
 
 def crop_exact_backward(ctx, grad_output):
@@ -536,9 +531,7 @@ def paste_exact_backward(ctx, grad_output):
     return grad_im1, grad_im2, None
 
 
-crop_exact.register_autograd(
-    crop_exact_backward, setup_context=crop_exact_setup_context
-)
+crop_exact.register_autograd(crop_exact_backward, setup_context=crop_setup_context)
 paste_exact.register_autograd(
     paste_exact_backward, setup_context=paste_exact_setup_context
 )
