@@ -137,9 +137,10 @@ torch.testing.assert_close(
 #
 # ``load_inline`` writes the source to a file, generates a ``ninja`` build
 # file and runs the C++ compiler named by the ``CXX`` environment variable
-# (``c++`` when it is unset). Without these tools the build would fail deep
-# inside ``cpp_extension`` with a confusing message, so we check for them
-# first and stop with a clear one.
+# (``c++`` when it is unset). Without ``ninja``, ``load_inline`` stops at once;
+# without a compiler, the build fails deep inside ``cpp_extension`` with a
+# long and confusing log. So we check for both first and stop with a message
+# that says what to install.
 
 compiler = os.environ.get("CXX", "cl" if sys.platform == "win32" else "c++")
 compiler_path = shutil.which(compiler)
@@ -155,7 +156,8 @@ if not cpp_extension.is_ninja_available():
         "build tool. Install it (for example `pip install ninja`) and run the "
         "page again."
     )
-build_cuda = torch.cuda.is_available() and cpp_extension.CUDA_HOME is not None
+nvcc = os.path.join(cpp_extension.CUDA_HOME or "", "bin", "nvcc")
+build_cuda = torch.cuda.is_available() and os.path.isfile(nvcc)
 print(f"C++ compiler: {compiler_path}")
 print(f"CUDA kernel will be built: {build_cuda}")
 if torch.cuda.is_available() and not build_cuda:
@@ -384,9 +386,20 @@ def load_cached_extension(name, cpp_source, cuda_source=None):
 
 extension_name = "cpp_ops_discounted_cumsum" + ("_cuda" if build_cuda else "")
 cuda_source = CUDA_SOURCE if build_cuda else None
-library, compiled, build_seconds = load_cached_extension(
-    extension_name, CPP_SOURCE, cuda_source
-)
+try:
+    library, compiled, build_seconds = load_cached_extension(
+        extension_name, CPP_SOURCE, cuda_source
+    )
+except RuntimeError as error:
+    if not build_cuda:
+        raise
+    # A CUDA toolkit that does not match the one PyTorch was built with is the
+    # usual cause. The CPU kernel still teaches everything below.
+    print(f"The CUDA build failed ({str(error).splitlines()[0]}); CPU kernel only.")
+    build_cuda, extension_name, cuda_source = False, "cpp_ops_discounted_cumsum", None
+    library, compiled, build_seconds = load_cached_extension(
+        extension_name, CPP_SOURCE, cuda_source
+    )
 action = "compiled the extension" if compiled else "reused the cached build"
 print(f"{action} in {build_seconds:.2f} s")
 print(f"library: {library}")
@@ -602,6 +615,23 @@ torch.library.opcheck(discounted_cumsum, (example, 0.9), test_utils="test_fakete
 print("test_faketensor passes with the fake kernel")
 
 # %%
+# ``register_fake`` also installs a kernel for *meta* tensors (shapes and
+# dtypes without data, usable without any compiler) that runs the same fake
+# kernel. That lets us check both promises directly: a transposed input gives
+# a contiguous output, and a bad ``decay`` is refused.
+
+meta_input = torch.empty(10, 3, device="meta").t()
+meta_output = discounted_cumsum(meta_input, 0.9)
+print(f"meta input strides {meta_input.stride()} -> output {meta_output.stride()}")
+assert meta_output.shape == meta_input.shape and meta_output.is_contiguous()
+try:
+    discounted_cumsum(meta_input, 1.5)
+except ValueError as err:
+    print(f"{type(err).__name__}: {err}")
+else:
+    raise AssertionError("expected the fake kernel to reject decay=1.5")
+
+# %%
 # A backward formula, registered from Python
 # ------------------------------------------
 #
@@ -615,14 +645,16 @@ with warnings.catch_warnings(record=True) as caught:
     discounted_cumsum(x, 0.9).sum().backward()
 user_warnings = [w for w in caught if issubclass(w.category, UserWarning)]
 print(f"x.grad after backward: {x.grad}")
-print(f"{user_warnings[0].category.__name__}: {str(user_warnings[0].message)[:72]}...")
 assert x.grad is None and len(user_warnings) > 0
+print(f"{user_warnings[0].category.__name__}: {str(user_warnings[0].message)[:72]}...")
+assert "autograd kernel was not registered" in str(user_warnings[0].message)
 
 # %%
 # ``gradcheck`` catches the problem, because it compares the gradient with
-# finite differences. (``GradcheckError`` lives in ``torch.autograd.gradcheck``
-# and is not re-exported anywhere public, so we import it from there.) The
-# warning we have just seen is silenced here.
+# finite differences. (``GradcheckError`` is defined in the
+# ``torch.autograd.gradcheck`` module and is not re-exported from
+# ``torch.autograd``, so we import it from that module.) The warning we have
+# just seen is silenced here.
 
 x64 = torch.randn(3, 12, dtype=torch.float64, requires_grad=True)
 try:
@@ -716,10 +748,10 @@ print(f"opcheck passes on {op_devices}")
 # Where Python comes back
 # -----------------------
 #
-# The fake kernel only runs while a compiler traces, but the backward formula
-# we registered from Python sits on the *Autograd* dispatch key, which every
-# ordinary call passes through, whether or not the input requires grad. Run
-# the same measurement again:
+# The fake kernel runs only for fake and meta tensors, never for real ones,
+# but the backward formula we registered from Python sits on the *Autograd*
+# dispatch key, which every ordinary call passes through, whether or not the
+# input requires grad. Run the same measurement again:
 
 entered = python_functions_entered(discounted_cumsum, torch.randn(8, 64), 0.9)
 print(f"after register_autograd: {len(entered)} Python functions, e.g. {entered[:2]}")
@@ -799,10 +831,10 @@ for device in op_devices:
 print(exported.graph)
 
 # %%
-# The exported graph holds two nodes: the operator, exactly once, and the
-# multiplication by ``1 - decay`` written in Python. Whoever loads such a
-# program, in Python or in C++, must load the shared library first so that
-# the name resolves to a kernel.
+# Besides its input and output, the exported graph holds two calls: the
+# operator, exactly once, and the multiplication by ``1 - decay`` written in
+# Python. Whoever loads such a program, in Python or in C++, must load the
+# shared library first so that the name resolves to a kernel.
 #
 # What was checked, and what it cost
 # ----------------------------------

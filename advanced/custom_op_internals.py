@@ -141,6 +141,7 @@ assert all(arg.alias_info.is_write for arg in unknown_schema.arguments)
 assert "Tensor? bias=None" in schemas["biased", "()"]
 assert 'float alpha=1.0, str mode="sum"' in schemas["biased", "()"]
 assert schemas["mix", "()"] == "(Tensor[] xs, float[] weights) -> (Tensor, Tensor)"
+assert schemas["add_into", "{'out'}"].endswith("-> ()")
 assert "*, SymInt dim=-1, bool keepdim=False" in schemas["reduce_dim", "()"]
 assert "Device device, ScalarType dtype" in schemas["make_ramp", "()"]
 print("every schema reads back as described")
@@ -168,6 +169,12 @@ def scale(x: Tensor, factor: float) -> Tensor:
 registered_schema = str(torch.ops.internals.scale.default._schema)
 print(registered_schema)
 assert registered_schema == "internals::scale" + schemas["scaled", "()"]
+try:
+    scale(torch.ones(2), float("inf"))
+except ValueError as error:
+    print(f"{type(error).__name__}: {error}")
+else:
+    raise AssertionError("expected scale to reject an infinite factor")
 
 # %%
 # ``scale`` has the same signature as ``scaled`` above, and the registered
@@ -321,14 +328,15 @@ for device in devices:
         f"{device}: version after fill_: {plain._version}, after fill_with: "
         f"{through_op._version}"
     )
-    assert through_op._version == plain._version + 1
+    assert plain._version == 1 and through_op._version == plain._version + 1
     assert torch.equal(through_op, plain)
     torch.library.opcheck(fill_with, (torch.randn(3, device=device), 7.0))
 
 # %%
 # For ``ramp``, the ``BackendSelect`` kernel is the one that reads the
-# ``device`` argument. Asked for a device with no registered kernel, it is
-# that kernel, not the dispatcher, that refuses, naming the device:
+# ``device`` argument. Asked for a device that neither ``device_types`` nor
+# ``register_kernel`` gave a kernel (here ``meta``), it is that kernel, not
+# the dispatcher, that refuses, naming the device:
 
 assert torch.equal(ramp(4, torch.device("cpu")), torch.arange(4.0))
 try:
@@ -372,11 +380,11 @@ print("fill_with ran on a meta tensor without a fake kernel")
 
 # %%
 # ``torch.compile`` traces with *fake* tensors, a Python subclass that also
-# has no data, and fake tensors do not go through the ``Meta`` key at all.
-# They read the registry directly. The difference shows when a fake kernel
-# asks for the context object (``torch.library.get_ctx()``) to create an
-# output size that depends on the data: fake tensors provide the context,
-# meta tensors cannot.
+# has no data. For an operator with an entry in the registry, fake tensors do
+# not go through the ``Meta`` key at all: they call the registered fake kernel
+# directly. The difference shows when a fake kernel asks for the context
+# object (``torch.library.get_ctx()``) to create an output size that depends
+# on the data: fake tensors provide the context, meta tensors cannot.
 
 
 @torch.library.custom_op("internals::positive_part", mutates_args=())
@@ -485,7 +493,9 @@ if "+autocast" in stages:
 # %%
 # The behaviour did change, of course: meta tensors and backward now work.
 
-print(f"meta call now gives: {scale(meta_input, 2.0)}")
+meta_output = scale(meta_input, 2.0)
+print(f"meta call now gives: {meta_output}")
+assert meta_output.device.type == "meta" and meta_output.shape == meta_input.shape
 leaf = torch.ones(3, requires_grad=True)
 scale(leaf, 3.0).sum().backward()
 assert torch.equal(leaf.grad, torch.full((3,), 3.0))
@@ -528,6 +538,8 @@ packet = torch.ops.internals.scale
 overload = torch.ops.internals.scale.default
 print(f"{type(scale).__name__}, {type(packet).__name__}, {type(overload).__name__}")
 print(f"overloads in the packet: {packet.overloads()}")
+handle_types = [type(handle).__name__ for handle in (scale, packet, overload)]
+assert handle_types == ["CustomOpDef", "OpOverloadPacket", "OpOverload"]
 assert scale._opoverload is overload
 assert packet.overloads() == ["default"]
 

@@ -74,9 +74,10 @@ print(
 )
 
 # %%
-# ``GradcheckError`` is what ``gradcheck`` and ``gradgradcheck`` raise, and
-# ``TorchDispatchMode`` is the base class of dispatch modes. PyTorch exposes
-# neither from a public module, so we import them from where they are defined.
+# ``GradcheckError`` is what ``gradcheck`` and ``gradgradcheck`` raise; it is
+# public, in the module ``torch.autograd.gradcheck``. ``TorchDispatchMode`` is
+# the base class of dispatch modes; PyTorch does not expose it from a public
+# module, so we import it from the private module where it is defined.
 #
 # The operator: softplus through NumPy
 # ------------------------------------
@@ -218,13 +219,18 @@ except GradcheckError as error:
 else:
     raise AssertionError("expected gradgradcheck to fail for the NumPy backward")
 
+hessian = torch.autograd.functional.hessian(lambda t: softplus(t).sum(), x.detach())
+print(f"second derivatives through the NumPy backward: {hessian.diagonal()}")
+assert not hessian.any()
+
 # %%
 # Autograd records what happens in a backward formula only if it is built from
 # operations it can differentiate. The NumPy sigmoid is a constant as far as
-# autograd is concerned, so the second derivative comes out as zero, silently,
-# which is what ``gradgradcheck`` caught. The fix is to write the backward
-# formula with PyTorch operators (or with custom operators that have their own
-# backward registered); ``torch.sigmoid`` will do.
+# autograd is concerned, so the second derivatives come out as zero, silently,
+# as the Hessian printed above shows; that is what ``gradgradcheck`` caught.
+# The fix is to write the backward formula with PyTorch operators (or with
+# custom operators that have their own backward registered); ``torch.sigmoid``
+# will do.
 
 
 def backward(ctx, grad_output):
@@ -260,6 +266,7 @@ try:
     y.sum().backward()
 except RuntimeError as error:
     print(f"{type(error).__name__}: {str(error).splitlines()[0][:120]}...")
+    assert "modified by an inplace operation" in str(error)
 else:
     raise AssertionError("expected backward to notice the in-place change")
 

@@ -201,15 +201,17 @@ def _(x):
 
 matrix = torch.randn(3, 4)
 print(f"real output strides: {transposed_copy_bad(matrix).stride()}")
+assert transposed_copy_bad(matrix).stride() == matrix.t().stride()  # column-major
 
 # %%
 # The shapes agree, so nothing looks wrong in eager mode. ``opcheck``
 # compares every piece of metadata and fails in ``test_faketensor``:
 
+assert transposed_copy_bad(matrix).shape == (matrix.shape[1], matrix.shape[0])
 try:
     torch.library.opcheck(transposed_copy_bad, (matrix,))
 except OpCheckError as error:
-    record("Fake kernel with the wrong strides", error)
+    assert "test_faketensor" in record("Fake kernel with the wrong strides", error)
 else:
     raise AssertionError("expected opcheck to reject the row-major fake kernel")
 
@@ -218,10 +220,10 @@ else:
 # so a wrong stride can turn into wrong results or crashes in compiled code.
 # Either side can be changed to agree with the other. Making the real
 # kernel return a predictable layout is usually the easier one: here it
-# always returns a fresh row-major copy. ``clone(memory_format=...)`` copies
-# even when the transposed view happens to be row-major already, which
-# matters because returning the input itself is another mistake (see
-# `Returning an input or a view of it`_).
+# always returns a fresh row-major copy. Unlike ``contiguous()``,
+# ``clone(memory_format=...)`` copies even when the transposed view happens to
+# be row-major already, which matters because returning a view of the input
+# is another mistake (see `Returning an input or a view of it`_).
 
 
 @torch.library.custom_op("troubleshoot::transposed_copy", mutates_args=())
@@ -317,6 +319,13 @@ for device in devices:
     )
 print(f"opcheck passed for troubleshoot::repeat_rows on {devices}")
 
+try:
+    repeat_rows(rows, torch.tensor([1, -1, 2]))
+except ValueError as error:
+    print(f"{type(error).__name__}: {error}")
+else:
+    raise AssertionError("expected a negative count to be rejected")
+
 # %%
 # Mutation missing from mutates_args
 # ----------------------------------
@@ -335,7 +344,7 @@ def relu_in_place_bad(x: Tensor) -> None:
 try:
     torch.library.opcheck(relu_in_place_bad, (torch.randn(5),))
 except OpCheckError as error:
-    record("Mutation missing from mutates_args", error)
+    assert "test_schema" in record("Mutation missing from mutates_args", error)
 else:
     raise AssertionError("expected opcheck to catch the undeclared mutation")
 
@@ -383,6 +392,7 @@ def flatten_bad(x: Tensor) -> Tensor:
     return x.view(-1)
 
 
+rules = []
 for call in (
     lambda: clip_unit_bad(torch.rand(4)),
     lambda: flatten_bad(torch.randn(2, 3)),
@@ -390,9 +400,11 @@ for call in (
     try:
         call()
     except RuntimeError as error:
-        record("Returning an input or a view of it", error)
+        message = record("Returning an input or a view of it", error)
+        rules.append(message.split("The output of this custom operator")[1])
     else:
         raise AssertionError("expected the aliasing check to fire")
+assert rules[0] == rules[1]
 
 # %%
 # Both messages state the same rule: an output may neither be an input nor
@@ -436,8 +448,8 @@ print(f"opcheck passed for clip_unit and flatten on {devices}")
 #
 # An operator built on NumPy works in eager mode without a fake kernel.
 # ``torch.compile`` traces with fake tensors, so the first compiled call
-# needs one. We compile with the ``aot_eager`` backend, which traces exactly
-# like the default backend but skips code generation, to keep the page fast.
+# needs one. We compile with the ``aot_eager`` backend, which traces like the
+# default backend but skips code generation, to keep the page fast.
 
 
 @torch.library.custom_op("troubleshoot::numpy_cube", mutates_args=())
@@ -451,6 +463,7 @@ def cube_plus_one(x):
 
 
 vector = torch.randn(4)
+torch.testing.assert_close(cube_plus_one(vector), vector**3 + 1)  # eager works
 try:
     torch.compile(cube_plus_one, fullgraph=True, backend="aot_eager")(vector)
 except torch._dynamo.exc.TorchRuntimeError as error:
@@ -467,7 +480,7 @@ else:
 # the reason is a few lines further down. ``TorchRuntimeError`` lives in the
 # private module ``torch._dynamo.exc`` because it is Dynamo's own wrapper
 # around errors raised while tracing. ``opcheck`` spots the same problem
-# without compiling anything, and puts the reason in its first line:
+# without ``torch.compile``, and puts the reason in its first line:
 
 try:
     torch.library.opcheck(numpy_cube, (vector,))
@@ -637,7 +650,8 @@ with warnings.catch_warnings():
     try:
         torch.library.opcheck(numpy_sin_bad, (angles,))
     except OpCheckError as error:
-        record("A backward written in NumPy", error)
+        first_line = record("A backward written in NumPy", error)
+        assert "test_aot_dispatch_dynamic" in first_line
     else:
         raise AssertionError("expected opcheck to reject the NumPy backward")
 
@@ -705,6 +719,10 @@ for tensor in wrong_backends:
     else:
         raise AssertionError("expected no kernel for this backend")
 
+on_meta = torch.ones(3, device="meta")
+assert weighted_sum_bad(on_meta, on_meta, 0.5).device.type == "meta"
+print("meta tensors still work: the fake kernel answered")
+
 # %%
 # Mixing devices in one call is subtler. The dispatcher looks at all tensor
 # arguments together and picks the kernel for the highest-priority backend
@@ -718,12 +736,13 @@ print(f"result device: {mixed.device}; real kernel calls: {calls_to_cpu_kernel}"
 assert mixed.device.type == "cpu" and calls_to_cpu_kernel == calls_before
 
 # %%
-# Mixing CPU and CUDA tensors goes the same way: the CUDA kernel runs and is
-# handed a CPU tensor. The operator has to defend itself: check devices and
-# layouts in the real kernel *and* in the fake kernel, since either one may
-# be the kernel that runs. Registering for every device (no ``device_types``)
-# and moving data through NumPy with ``force=True`` makes the kernel usable on
-# CUDA too, and a mismatch now produces a clear ``ValueError``.
+# For an operator with a CUDA kernel, mixing CPU and CUDA tensors goes the
+# same way: the CUDA kernel runs and is handed a CPU tensor. The operator has
+# to defend itself: check devices and layouts in the real kernel *and* in the
+# fake kernel, since either one may be the kernel that runs. Registering for
+# every device (no ``device_types``) and moving data through NumPy with
+# ``force=True`` makes the kernel usable on CUDA too, and a mismatch now
+# produces a clear ``ValueError``.
 
 
 def check_weighted_sum_args(x: Tensor, y: Tensor) -> None:

@@ -79,6 +79,7 @@ try:
     torch.export.export(NumpySort(), (torch.randn(2, 3),))
 except RuntimeError as err:
     print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    assert ".numpy()" in str(err)
 else:
     raise AssertionError("expected exporting NumPy code to fail")
 
@@ -90,7 +91,7 @@ else:
 #
 # * ``export_demo::rank_rows`` replaces every value in a row by its rank
 #   within the row, scaled to lie between 0 and 1. Rank features do not
-#   change when the input is scaled or shifted.
+#   change when the input is shifted or scaled by a positive factor.
 # * ``export_demo::pairwise_l1`` computes the L1 distance between every row
 #   of ``a`` and every row of ``b``, giving an ``(n, m)`` matrix.
 #
@@ -186,6 +187,7 @@ try:
     torch.export.export(model, (x,))
 except RuntimeError as err:
     print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    assert "export_demo::rank_rows" in str(err).splitlines()[0]
 else:
     raise AssertionError("expected export to fail without fake kernels")
 
@@ -216,12 +218,23 @@ for device in devices:
     torch.library.opcheck(pairwise_l1, (matrix.double(), matrix[:1].double()))
 print(f"opcheck passed for both operators on {devices}")
 
-try:
-    pairwise_l1(torch.randn(4, 6), torch.randn(3, 5))
-except ValueError as err:
-    print(f"{type(err).__name__}: {err}")
-else:
-    raise AssertionError("expected mismatched columns to be rejected")
+
+class PairwiseDistances(torch.nn.Module):
+    def forward(self, a, b):
+        return pairwise_l1(a, b)
+
+
+mismatched = (torch.randn(4, 6), torch.randn(3, 5))
+for label, attempt in [
+    ("eager", lambda: pairwise_l1(*mismatched)),
+    ("export", lambda: torch.export.export(PairwiseDistances(), mismatched)),
+]:
+    try:
+        attempt()
+    except ValueError as err:
+        print(f"{label:>6}: {type(err).__name__}: {err}")
+    else:
+        raise AssertionError(f"expected {label} to reject mismatched columns")
 
 # %%
 # One of the ``opcheck`` examples is a transposed matrix. Its strides differ
@@ -232,10 +245,10 @@ else:
 transposed = torch.randn(4, 6).t()
 print(f"rank_rows(transposed).stride():  {rank_rows(transposed).stride()}")
 print(f"torch.empty_like(transposed).stride(): {torch.empty_like(transposed).stride()}")
+assert rank_rows(transposed).is_contiguous()
 assert rank_rows(transposed).stride() != torch.empty_like(transposed).stride()
 
 # %%
-#
 # What the exported graph contains
 # --------------------------------
 #
@@ -244,6 +257,9 @@ assert rank_rows(transposed).stride() != torch.empty_like(transposed).stride()
 
 exported = torch.export.export(model, (x,))
 print(exported.graph)
+placeholders = [node for node in exported.graph.nodes if node.op == "placeholder"]
+state = list(model.parameters()) + list(model.buffers())
+assert len(placeholders) == len(state) + 1  # the state, then the input x
 
 # %%
 # The same information as a table, one row per node, with the shape that the
@@ -298,13 +314,14 @@ for op in custom_ops:
 # Any batch size with ``torch.export.Dim``
 # ----------------------------------------
 #
-# The table shows concrete sizes: export traced with a batch of 4, and the
-# program now insists on exactly that.
+# The table shows concrete sizes: export traced with the example batch, and
+# the program now insists on exactly that batch size.
 
 try:
     exported.module()(torch.randn(6, 5))
 except (AssertionError, RuntimeError) as err:
     print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    assert str(x.shape[0]) in str(err).splitlines()[0]
 else:
     raise AssertionError("expected the static program to reject a batch of 6")
 
@@ -326,10 +343,11 @@ node_table(exported)
 for node in exported.graph.nodes:
     if node.target in custom_ops:
         assert isinstance(node.meta["val"].shape[0], torch.SymInt), node.name
-for batch_size in [2, 6, 32]:
+batch_sizes = [2, 6, 32]
+for batch_size in batch_sizes:
     inputs = torch.randn(batch_size, 5)
     torch.testing.assert_close(exported.module()(inputs), model(inputs))
-print("one exported program matches eager for batch sizes 2, 6 and 32")
+print(f"one exported program matches eager for batch sizes {batch_sizes}")
 
 # %%
 # Now the batch dimension prints as a symbol, both custom operators' outputs
@@ -365,6 +383,7 @@ try:
 except torch._dynamo.exc.UserError as err:
     print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
     print(str(err).splitlines()[1].strip())
+    assert "batch" in str(err).splitlines()[0]
 else:
     raise AssertionError("expected export to report the specialized batch size")
 
@@ -414,6 +433,7 @@ run = subprocess.run(
     [sys.executable, "-c", load_and_run, str(folder)], capture_output=True, text=True
 )
 unresolved = re.search(r"failed to resolve (\S+) to an operator", run.stderr)
+assert unresolved, run.stderr
 print(f"return code: {run.returncode}")
 print(f"last line of stderr: {run.stderr.strip().splitlines()[-1]}")
 print(f"cause, from the logged warnings: {unresolved.group(0)}")

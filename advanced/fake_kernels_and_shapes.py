@@ -156,8 +156,9 @@ torch.testing.assert_close(static_concat(a, b), torch.cat([a, b]) * 2)
 static_log = list(fake_kernel_log)
 
 fake_kernel_log.clear()
+dynamic_counter = CountingBackend()
 dynamic_concat = torch.compile(
-    lambda a, b: concat(a, b) * 2, backend=CountingBackend(), dynamic=True
+    lambda a, b: concat(a, b) * 2, backend=dynamic_counter, dynamic=True
 )
 torch.testing.assert_close(dynamic_concat(a, b), torch.cat([a, b]) * 2)
 dynamic_log = list(fake_kernel_log)
@@ -169,6 +170,7 @@ for label, log in [("dynamic=False", static_log), ("dynamic=True", dynamic_log)]
 
 assert static_log and all(kind == "int" for kind, *_ in static_log)
 assert dynamic_log and all(kind == "SymInt" for kind, *_ in dynamic_log)
+assert all(str(n).startswith("s") for _, *sizes, _ in dynamic_log for n in sizes)
 assert all(isinstance(length, torch.SymInt) for *_, length in dynamic_log)
 
 # %%
@@ -183,7 +185,9 @@ a, b = torch.randn(5), torch.randn(9)
 fake_kernel_log.clear()
 torch.testing.assert_close(dynamic_concat(a, b), torch.cat([a, b]) * 2)
 print(f"fake kernel calls for lengths 5 and 9: {len(fake_kernel_log)}")
+print(f"compilations: {dynamic_counter.compilations}")
 assert fake_kernel_log == []
+assert dynamic_counter.compilations == 1
 
 # %%
 # The fake kernel did not need a single change to handle both cases, because
@@ -364,6 +368,10 @@ if hasattr(torch.compiler, "set_stance"):
             mismatches = [line.strip() for line in lines if "size mismatch" in line]
             print("\n".join(mismatches))
             assert len(mismatches) == bad_counter.compilations
+            expected_lengths = [
+                int(m.split("expected ")[1].split(",")[0]) for m in mismatches
+            ]
+            assert sorted(expected_lengths) == sorted(lengths)
         else:
             raise AssertionError("expected the specialized fake kernel to recompile")
     assert good_counter.compilations == 1
@@ -423,6 +431,7 @@ try:
     torch.library.opcheck(unique_upper_bound, (with_repeats,))
 except OpCheckError as err:
     print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    assert "test_faketensor failed" in str(err)
 else:
     raise AssertionError("expected opcheck to reject the upper-bound fake kernel")
 
@@ -470,7 +479,7 @@ print(f"opcheck passed and unique matches torch.unique on {devices}")
 # Now the operator inside a function that ``torch.compile`` must capture as a
 # single graph (``fullgraph=True``), with code after it that uses the
 # result. The inputs differ in length and in how many distinct values they
-# hold, so the output length changes from call to call.
+# hold, so the output length varies between calls.
 
 
 def normalized_unique(x):
@@ -502,10 +511,10 @@ assert all(isinstance(s, torch.SymInt) for s in dynamic_sizes_seen)
 assert not any(str(s).startswith("s") for s in dynamic_sizes_seen)
 
 # %%
-# One graph served every call, although the output length was different each
-# time, and every result matched eager mode. The printed symbol names differ
-# from the ``s``-prefixed names of the input sizes earlier: PyTorch calls
-# these *unbacked* sizes, because no example value backs them while tracing.
+# One graph served every call, although the output length varied, and every
+# result matched eager mode. The printed symbol names differ from the
+# ``s``-prefixed names of the input sizes earlier: PyTorch calls these
+# *unbacked* sizes, because no example value backs them while tracing.
 # Code after the operator can compute with such a size freely, as the
 # normalization above does.
 #
@@ -531,6 +540,7 @@ try:
     )(torch.arange(5.0))
 except torch._dynamo.exc.UserError as err:
     print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    assert "torch._check" in str(err)
 else:
     raise AssertionError("expected the branch on an unbacked size to fail")
 
@@ -558,6 +568,7 @@ torch.testing.assert_close(compiled_three_largest(x), torch.tensor([3.0, 5.0, 9.
 print(f"compiled with torch._check: {compiled_three_largest(x)}")
 
 too_few = torch.tensor([2.0, 2.0, 8.0])
+messages = []
 for label, fn in [
     ("eager", three_largest_distinct_checked),
     ("compiled", compiled_three_largest),
@@ -566,8 +577,10 @@ for label, fn in [
         fn(too_few)
     except RuntimeError as err:
         print(f"{label:>8}: {type(err).__name__}: {str(err).splitlines()[0]}")
+        messages.append((type(err), str(err).splitlines()[0]))
     else:
         raise AssertionError(f"expected {label} to reject two distinct values")
+assert messages[0] == messages[1]
 assert counter.compilations == 1
 
 # %%

@@ -152,7 +152,9 @@ def _(x, cap):
     return torch.empty_like(x)
 
 
-print(torch.ops.mutable_ops.softcap.default._schema)
+softcap_schema = str(torch.ops.mutable_ops.softcap.default._schema)
+print(softcap_schema)
+assert softcap_schema.endswith("(Tensor x, float cap) -> Tensor")
 for device in devices:
     for cap in (1.0, 30.0, math.inf):
         x = 50 * torch.randn(4, 8, device=device)
@@ -180,13 +182,16 @@ def softcap_into(x: Tensor, cap: float, out: Tensor) -> None:
     out.copy_(softcap_with_numpy(x, cap))
 
 
-print(torch.ops.mutable_ops.softcap_into.default._schema)
+softcap_into_schema = str(torch.ops.mutable_ops.softcap_into.default._schema)
+print(softcap_into_schema)
+assert "Tensor(a2!) out" in softcap_into_schema
+assert softcap_into_schema.endswith("-> ()")
 
 # %%
 # In the schema, ``Tensor(a2!) out`` marks ``out`` as written to (the ``!``);
-# the return type ``()`` says there is nothing to return. An operator that
-# returns nothing needs no fake kernel: there is no output whose shape the
-# compiler would need to know.
+# the return type ``()`` says there is nothing to return. A mutable operator
+# that returns nothing needs no fake kernel: there is no output whose shape the
+# compiler would need to know, so PyTorch supplies an empty one itself.
 #
 # The same buffer serves every call, which is the point of the exercise: its
 # memory address never changes.
@@ -399,9 +404,9 @@ print(graph.code.strip())
 
 # %%
 # The graph never calls ``softcap_into`` directly. It calls the functional
-# wrapper, which hands back a new buffer value (``getitem_1``), and the graph
-# returns that value as an extra output so that it can be copied into our
-# ``buffer`` afterwards. The checks below confirm it: the only function calls
+# wrapper, which hands back a new buffer value (read out with ``getitem``), and
+# the graph returns that value as an extra output so that it can be copied into
+# our ``buffer`` afterwards. The checks below confirm it: the only function calls
 # are the wrapper, an index into its result and the sum; the graph has two
 # outputs although our function returns one value; and our ``buffer`` did
 # receive the capped values.
@@ -420,6 +425,7 @@ def hop_name(target):
 names = [hop_name(target) for target in called_functions(graph)]
 print(f"functions called in the graph: {names}")
 assert names[0].startswith("auto_functionalized")
+assert names[1:] == ["getitem", "aten::sum"]
 assert torch.ops.mutable_ops.softcap_into.default not in called_functions(graph)
 (graph_outputs,) = [node.args[0] for node in graph.graph.nodes if node.op == "output"]
 assert len(graph_outputs) == 2
@@ -461,7 +467,9 @@ if TAGGED_OPS:
         x.copy_(softcap_with_numpy(x, cap))
         return x
 
-    print(torch.ops.mutable_ops.softcap_.default._schema)
+    inplace_schema = str(torch.ops.mutable_ops.softcap_.default._schema)
+    print(inplace_schema)
+    assert inplace_schema.endswith("(Tensor(a0!) x, float cap) -> Tensor(a0!)")
     for device in devices:
         x = 50 * torch.randn(4, 8, device=device)
         expected = softcap_reference(x, 30.0)
@@ -664,6 +672,7 @@ if TAGGED_OPS:
     assert bases_per_kind["mutable (softcap_into)"] == 1
     assert bases_per_kind["in-place (softcap_)"] == 1
     assert bases_per_kind["out= (softcap.out)"] == 0
+    assert recorded == ["_out_device", "_out_dtype", "_out_size", "_out_stride"]
 
 # %%
 # All three compiled functions computed the right values and updated
@@ -756,7 +765,7 @@ if TAGGED_OPS:
 # Inductor, so it takes a few seconds.)
 
 if TAGGED_OPS:
-    torch._dynamo.reset()
+    torch.compiler.reset()
     softcap_out_calls["out"] = 0
     compiled_softcap = torch.compile(lambda x: softcap(x, 30.0), fullgraph=True)
     x = 50 * torch.randn(4, 8)

@@ -77,9 +77,14 @@ print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 
 # %%
 # ``GradcheckError`` and ``OpCheckError`` are the exception classes raised by
-# ``gradcheck`` and ``opcheck``. PyTorch does not re-export them from a public
-# module, so we import them from where they are defined; we catch them later
-# to show each test failing.
+# ``gradcheck`` and ``opcheck``; we catch them later to show each test failing.
+# ``GradcheckError`` is public, in the module ``torch.autograd.gradcheck``.
+# ``OpCheckError`` is not re-exported from any public module, so we import it
+# from the private testing module that defines it. For the same reason the
+# page uses a few private helpers to look at what the compiler does:
+# ``torch._dynamo.explain``, Dynamo's exception classes in
+# ``torch._dynamo.exc`` and ``torch._subclasses.FakeTensorMode`` have no
+# public equivalent.
 #
 # Example: wrapping PIL's crop into a custom operator
 # ---------------------------------------------------
@@ -133,11 +138,11 @@ show(cropped, "pil_crop(image, box)")
 # ------------
 #
 # ``torch.compile`` works by tracing Python code into a graph of PyTorch
-# operators. PIL is not PyTorch, so the tracer gives up when it reaches the
-# call, splits the function into pieces around it, and runs the call in plain
-# Python. Such a *graph break* costs speed, and hides the code on both sides of
-# it from the optimizer. ``torch._dynamo.explain`` counts graph breaks
-# without failing:
+# operators. PIL is not PyTorch, so wherever the tracer gets stuck inside
+# ``pil_crop`` it gives up, splits the function into pieces there, and runs the
+# part it could not trace in plain Python. Such a *graph break* costs speed,
+# and hides the code on both sides of it from the optimizer.
+# ``torch._dynamo.explain`` counts graph breaks without failing:
 
 
 def crop_then_brighten(pic):
@@ -210,6 +215,13 @@ def crop(pic: torch.Tensor, box: Sequence[int]) -> torch.Tensor:
     return pil_crop(pic, box)
 
 
+outside = (50, 50, 70, 60)
+padded = pil_crop(image, outside)  # plain PIL, no checks: no error either
+print(f"pil_crop(image, {outside}): shape {tuple(padded.shape)}")
+assert padded.shape == (3, 10, 20)
+assert not padded[:, :, image.shape[2] - outside[0] :].any()  # zeros past the edge
+
+
 # %%
 # The fake kernel must describe the real output exactly, strides included.
 # ``pil_to_tensor`` builds its result as a ``(C, H, W)`` view of memory laid
@@ -234,8 +246,9 @@ print(f"fake output: shape {tuple(fake.shape)}, strides {fake.stride()}")
 assert (fake.shape, fake.stride()) == (real.shape, real.stride())
 
 # %%
-# The same function that failed to compile now compiles in one graph, because
-# Dynamo stops at ``mylib::crop`` and records it as a single node:
+# The same computation, with ``crop`` in place of ``pil_crop``, now compiles in
+# one graph, because Dynamo stops at ``mylib::crop`` and records it as a single
+# node:
 
 
 def crop_op_then_brighten(pic):
@@ -245,6 +258,10 @@ def crop_op_then_brighten(pic):
 explanation = torch._dynamo.explain(crop_op_then_brighten)(image)
 print(f"graph breaks with mylib::crop: {explanation.graph_break_count}")
 assert explanation.graph_break_count == 0
+(graph,) = explanation.graphs
+crop_nodes = [n for n in graph.graph.nodes if n.target == torch.ops.mylib.crop.default]
+print(f"mylib::crop nodes in the graph: {len(crop_nodes)}")
+assert len(crop_nodes) == 1
 
 compiled = torch.compile(crop_op_then_brighten, fullgraph=True)
 compiled_result = compiled(image)
@@ -265,6 +282,7 @@ try:
     crop(pic, box).sum().backward()
 except RuntimeError as error:
     print(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+    assert "no autograd formula" in str(error)
 else:
     raise AssertionError("expected backward through mylib::crop to fail")
 
@@ -403,9 +421,9 @@ assert error_8bit > 0.5
 
 # %%
 # The error is huge because ``to_pil_image`` multiplies by 255 and casts to
-# unsigned 8-bit integers: every value is rounded to a multiple of 1/255, and
-# values outside [0, 1] cannot be represented at all. ``opcheck`` did not notice
-# because it compares the operator with itself, not with the truth.
+# unsigned 8-bit integers: every value is rounded down to a multiple of 1/255,
+# and values outside [0, 1] cannot be represented at all. ``opcheck`` did not
+# notice because it compares the operator with itself, not with the truth.
 #
 # The gradient suffers too. The summed crop above had an upstream gradient of
 # exactly 1, which survives the trip through 8 bits. Scale the output by 3 and
@@ -424,8 +442,9 @@ assert abs(grad_inside - 3) > 1
 # ``torch.autograd.gradcheck`` compares the backward formula with finite
 # differences of the forward, on double-precision inputs. It needs no
 # reference implementation, and it fails loudly here: the tiny steps it takes
-# vanish in 8-bit rounding, so the numerical derivative is zero while the
-# analytical one is not.
+# vanish in 8-bit rounding, so the numerical derivative is zero (nearly
+# everywhere) while the analytical one is not. The same central differences,
+# taken by hand after the failure, show it.
 
 small = torch.rand(3, 8, 8, dtype=torch.float64, requires_grad=True)
 try:
@@ -434,6 +453,14 @@ except GradcheckError as error:
     print(f"{type(error).__name__}: {str(error).splitlines()[0]}")
 else:
     raise AssertionError("expected gradcheck to reject the 8-bit crop")
+
+step = 1e-6  # gradcheck's default step
+plain = small.detach()
+up, down = crop(plain + step, (2, 2, 6, 6)), crop(plain - step, (2, 2, 6, 6))
+numerical = (up - down) / (2 * step)
+nonzero = numerical.count_nonzero().item()
+print(f"finite differences: {nonzero} nonzero of {numerical.numel()} entries")
+assert nonzero <= numerical.numel() // 10
 
 # %%
 # Fixing the operators: let PIL move bytes, not colours
@@ -538,8 +565,9 @@ paste_exact.register_autograd(
 
 # %%
 # Now the checks that caught the old operators pass. First, values: the crop
-# equals slicing bit for bit, for every dtype, including values far outside
-# [0, 1]; and pasting the crop back where it came from rebuilds the input.
+# equals slicing bit for bit, for every dtype we try, including values far
+# outside [0, 1]; and pasting the crop back where it came from rebuilds the
+# input.
 
 dtypes = [
     *(torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64),
@@ -613,9 +641,10 @@ for name, op in [("8-bit crop", crop), ("crop_exact", crop_exact)]:
     (op(leaf, box) * 3).sum().backward()
     grads[name] = leaf.grad[0].numpy()
 
+largest_error = max(error.max() for error in errors.values())
 fig, axes = plt.subplots(2, 2, figsize=(6, 5.6), layout="constrained")
 for column, name in enumerate(errors):
-    top = axes[0, column].imshow(errors[name], vmin=0, vmax=3, cmap="magma")
+    top = axes[0, column].imshow(errors[name], vmin=0, vmax=largest_error, cmap="magma")
     axes[0, column].set_title(f"{name}: |error|")
     bottom = axes[1, column].imshow(grads[name], vmin=0, vmax=3, cmap="viridis")
     axes[1, column].set_title(f"{name}: gradient")
@@ -666,6 +695,7 @@ try:
 except torch._dynamo.exc.TorchRuntimeError as error:
     quoted = next(line for line in str(error).splitlines() if "ValueError" in line)
     print(quoted.strip())
+    assert "fake tensors" in quoted
     assert "must satisfy 0 <= left < right <= 64" in quoted
 else:
     raise AssertionError("expected compiling a bad crop to fail")
@@ -682,8 +712,9 @@ else:
 # Here NumPy's ``np.sin`` writes into ``output`` through a NumPy view that
 # shares the tensor's memory. ``device_types="cpu"`` registers the kernel for
 # CPU tensors only, since NumPy cannot read GPU memory. Because the operator
-# returns nothing, there is no output to describe, and no fake kernel is
-# needed for ``torch.compile``.
+# declares what it writes and returns nothing, there is no output to describe:
+# PyTorch generates the (empty) fake kernel itself, and ``torch.compile`` needs
+# none from us.
 
 
 @torch.library.custom_op(
@@ -715,9 +746,9 @@ torch.testing.assert_close(sin_through_numpy(x), x.sin())
 print(f"compiled numpy_sin: {sin_through_numpy(x)}")
 
 # %%
-# ``opcheck`` checks, among other things, that the operator mutates exactly
-# what it declares. The examples include an empty tensor and a double-precision
-# four-dimensional one.
+# ``opcheck`` checks, among other things, that the operator writes into no
+# argument it has not declared. The examples include an empty tensor and a
+# double-precision four-dimensional one.
 
 sin_examples = [torch.randn(3), torch.randn(0, 3), torch.randn(1, 2, 3, 4).double()]
 for x in sin_examples:
@@ -728,7 +759,9 @@ print(f"opcheck passed for mylib::numpy_sin on {len(sin_examples)} examples")
 # Leave ``output`` out of ``mutates_args`` and the same test fails, because
 # the operator now writes into an argument it promised to leave alone. The
 # compiler relies on that promise to reorder and reuse memory, so breaking it
-# leads to wrong results, not only to a failed test.
+# can lead to wrong results, not only to a failed test:
+# :ref:`sphx_glr_tutorials_mutable_custom_ops.py` shows a compiled function
+# that silently drops such a call.
 
 
 @torch.library.custom_op(

@@ -77,7 +77,7 @@ print(f"the Triton kernel will run on this machine: {TRITON_RUNS}")
 # is the helper PyTorch's own ``aot_eager`` backend is built from. Neither is
 # exported from a public module; we need the first to catch a failure and the
 # second to look at the graph the compiler produces after autograd and
-# functionalization, which no public API shows.
+# functionalization, which no public API returns.
 #
 # The operation: SiLU times a gate
 # --------------------------------
@@ -282,7 +282,7 @@ for device in devices:
     print(f"{device}: matches the reference, computed by the {path}")
 
 # %%
-# Bad input raises a ``ValueError`` that names the problem, on every path:
+# Bad input raises a ``ValueError`` that names the problem, on every device:
 
 for device in devices:
     try:
@@ -428,6 +428,8 @@ print(
 for stage in ("Dynamo", "AOTAutograd"):
     assert seen["custom_op"][stage].count("silu_mul_opaque") == 1
 assert seen["triton_op"]["Dynamo"].count("silu_mul") == 1
+assert seen["triton_op"]["Dynamo"] == ["silu_mul", "mul"]
+assert seen["custom_op"]["Dynamo"] == ["silu_mul_opaque", "mul"]
 assert "silu_mul" not in seen["triton_op"]["AOTAutograd"]
 if TRITON_RUNS:
     assert "triton_kernel_wrapper_functional" in seen["triton_op"]["AOTAutograd"]
