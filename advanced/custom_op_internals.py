@@ -618,8 +618,14 @@ for divisor in (2.0, 4.0):
 # cell works. It keeps one private ``Library`` per operator name (see
 # ``get_library_allowing_overwrite`` in ``torch/_library/custom_ops.py``),
 # and when the same name is decorated again it destroys the old library
-# before defining the new operator. No error, but beware: an old handle you
-# kept still calls the operator *by name*, so it now runs the new function.
+# before defining the new operator. No error: the name now belongs to the new
+# function, and ``torch.ops.internals.offset`` runs it. Beware of handles you
+# kept from before, though. The old ``CustomOpDef`` still points at the
+# registration that was just destroyed, and PyTorch does not guard against a
+# call through it (a known problem, `pytorch/pytorch#125234
+# <https://github.com/pytorch/pytorch/issues/125234>`_): it may appear to work
+# or crash the interpreter. So this page keeps the old handle only to show that
+# it is a different object, and never calls it.
 
 
 @torch.library.custom_op("internals::offset", mutates_args=())
@@ -635,8 +641,10 @@ def offset(x: Tensor) -> Tensor:  # noqa: F811 (redefined on purpose)
     return x + 100
 
 
-print(f"old handle: {old_offset(torch.zeros(1))}, new handle: {offset(torch.zeros(1))}")
-assert torch.equal(old_offset(torch.zeros(1)), torch.full((1,), 100.0))
+through_ops = torch.ops.internals.offset(torch.zeros(1))
+print(f"new handle: {offset(torch.zeros(1))}, torch.ops: {through_ops}")
+assert torch.equal(through_ops, torch.full((1,), 100.0))
+assert offset is not old_offset
 
 # %%
 # The quiet replacement covers only names that ``custom_op`` itself owns.

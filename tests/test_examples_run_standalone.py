@@ -11,7 +11,10 @@ def test_example_runs_standalone(name, tmp_path):
     # Run from an empty directory, so the script can rely on nothing in the
     # repository but itself.
     script = REPO / "advanced" / f"{name}.py"
-    process = run([sys.executable, str(script)], cwd=tmp_path, timeout=900)
+    # -X faulthandler: should the interpreter itself crash, its traceback
+    # shows where.
+    command = [sys.executable, "-X", "faulthandler", str(script)]
+    process = run(command, cwd=tmp_path, timeout=900)
     assert process.returncode == 0, (
         f"python advanced/{name}.py exited with {process.returncode}:\n"
         f"{process.stderr[-4000:]}"
