@@ -5,6 +5,7 @@ read what the build produced.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,35 @@ def make(*targets, cwd=REPO, variables=(), timeout=3600):
     venv = Path(sys.prefix)
     cmd = ["make", *targets, f"VENV={venv}", *variables]
     return run(cmd, cwd=cwd, timeout=timeout)
+
+
+def project_with_example(tmp_path, filename, source):
+    """A copy of the project whose only example is ``source`` as ``filename``.
+
+    It keeps the build machinery (configuration, extensions, Makefile and
+    requirements) and replaces the pages, so a test can watch how the real
+    build treats one example of its own.
+    """
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in [
+        "conf.py",
+        "index.rst",
+        "Makefile",
+        "requirements.txt",
+        "constraints.txt",
+    ]:
+        shutil.copy(REPO / name, project / name)
+    for folder in ["_ext", "_static"]:
+        shutil.copytree(
+            REPO / folder, project / folder, ignore=lambda *_: ["__pycache__"]
+        )
+    # index.rst's toctree names start_here; the real one links to every page.
+    (project / "start_here.rst").write_text("Start here\n==========\n")
+    (project / "advanced").mkdir()
+    shutil.copy(REPO / "advanced" / "README.txt", project / "advanced")
+    (project / "advanced" / filename).write_text(source)
+    return project
 
 
 class Site:

@@ -7,12 +7,11 @@ when it describes the run whose output the page shows.
 
 import json
 import os
-import shutil
 import sys
 import time
 
 import pytest
-from conftest import EXAMPLES, REPO, run
+from conftest import EXAMPLES, REPO, project_with_example, run
 
 sys.path.insert(0, str(REPO / "_ext"))
 import course_order  # noqa: E402
@@ -62,18 +61,7 @@ def test_card_summary_is_the_first_sentence_of_the_first_paragraph(tmp_path):
 
 
 def test_script_without_version_bullet_fails_a_strict_build(tmp_path):
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ["conf.py", "index.rst"]:
-        shutil.copy(REPO / name, project / name)
-    for folder in ["_ext", "_static"]:
-        shutil.copytree(
-            REPO / folder, project / folder, ignore=lambda *_: ["__pycache__"]
-        )
-    (project / "start_here.rst").write_text("Start here\n==========\n")
-    (project / "advanced").mkdir()
-    shutil.copy(REPO / "advanced" / "README.txt", project / "advanced")
-    (project / "advanced" / "no_version.py").write_text(NO_VERSION)
+    project = project_with_example(tmp_path, "no_version.py", NO_VERSION)
     process = run(
         [sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q"]
         + ["-D", "plot_gallery=0", ".", "_build/html"],

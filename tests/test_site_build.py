@@ -1,13 +1,12 @@
 """The built site: no warnings, a page per example with its figures and downloads."""
 
 import re
-import shutil
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import EXAMPLES, GALLERY_DIR, REPO, make
+from conftest import EXAMPLES, GALLERY_DIR, REPO, make, project_with_example
 from PIL import Image
 
 # Pages whose figures the issue tracker spells out: at least this many.
@@ -87,18 +86,7 @@ raise ValueError("this example is broken on purpose")
 
 def test_failing_example_fails_the_build_naming_file_and_error(tmp_path):
     # A copy of the project whose only example raises on its line 12.
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ["conf.py", "index.rst", "Makefile", "requirements.txt"]:
-        shutil.copy(REPO / name, project / name)
-    shutil.copy(REPO / "constraints.txt", project / "constraints.txt")
-    for folder in ["_ext", "_static"]:
-        shutil.copytree(
-            REPO / folder, project / folder, ignore=lambda *_: ["__pycache__"]
-        )
-    (project / "advanced").mkdir()
-    shutil.copy(REPO / "advanced" / "README.txt", project / "advanced")
-    (project / "advanced" / "broken_page.py").write_text(BROKEN_EXAMPLE)
+    project = project_with_example(tmp_path, "broken_page.py", BROKEN_EXAMPLE)
 
     process = make("html", cwd=project, timeout=600)
     output = process.stdout + process.stderr
