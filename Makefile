@@ -2,11 +2,15 @@
 #
 #   make html          build the site into _build/html, running every example
 #   make test          run the whole test suite (lint, examples, build, notebooks)
+#   make matrix        run every page under every PyTorch release of the matrix
 #   make bench         measure build times and page weights (_build/bench.json)
 #
 # The first run creates a virtual environment from the pinned requirements in a
-# cache directory outside the clone, keyed by the requirements' hash, so every
-# clone on the machine shares it. Override with `make html VENV=/some/dir`.
+# cache directory outside the clone, keyed by the requirements' hash and the
+# Python version, so every clone on the machine shares it. tools/envs.py makes
+# it (with uv, installed from the registry; pip if uv cannot be had) and trusts
+# it only once its install has finished. Override with `make html VENV=/some/dir`
+# and choose the interpreter with `make html PYTHON=python3.12`.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := html
@@ -14,13 +18,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 REQUIREMENTS := requirements.txt constraints.txt
 REQUIREMENTS_HASH := $(shell cat $(REQUIREMENTS) | sha256sum | cut -c1-16)
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo unknown)
 CACHE_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
-VENV ?= $(CACHE_HOME)/pytorch-custom-ops-site/venv-$(REQUIREMENTS_HASH)
+VENV ?= $(CACHE_HOME)/pytorch-custom-ops-site/venv-py$(PYTHON_VERSION)-$(REQUIREMENTS_HASH)
 BIN := $(VENV)/bin
-# The stamp names the requirements it was installed from: a venv that is older
-# than the requirements files is brought up to date, one that already matches
-# them (say, after a fresh clone) is only touched.
-VENV_STAMP := $(VENV)/.installed-$(REQUIREMENTS_HASH)
 
 # Compiler caches (Inductor's generated code, compiled C++ extensions) live
 # beside the virtual environment, so they survive `make clean` and fresh clones.
@@ -32,43 +33,42 @@ BUILDDIR ?= _build
 # Build only the pages whose path matches this regex: GALLERY_PATTERN=crop make html
 export GALLERY_PATTERN
 
-.PHONY: html html-noplot test lint format clean venv bench
+.PHONY: html html-noplot test lint format clean venv bench matrix matrix-table
 
-html: $(VENV_STAMP)
+html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
 
-html-noplot: $(VENV_STAMP)
+html-noplot: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 . $(BUILDDIR)/html
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Every page under every release of versions/matrix.toml, records in
+# versions/records/. Narrow it with PAGES="a b" and RELEASES="2.7.1 2.15.0".
+matrix:
+	$(PYTHON) tools/matrix.py run $(if $(PROBE),--probe) $(foreach p,$(PAGES),--page $(p)) $(foreach r,$(RELEASES),--release $(r))
+
+matrix-table:
+	$(PYTHON) tools/matrix.py table
+
 # Cold, no-op and single-example build times, each example's run time and each
 # page's weight, measured in a scratch copy: _build/bench.json and a table.
-bench: $(VENV_STAMP)
+bench: venv
 	$(BIN)/python tools/bench_build.py --venv $(VENV)
 
-lint: $(VENV_STAMP)
+lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/sphinx-lint index.rst start_here.rst advanced/
 
-format: $(VENV_STAMP)
+format: venv
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 clean:
 	rm -rf $(BUILDDIR) tutorials sg_execution_times.rst
 
-venv: $(VENV_STAMP)
-
-$(VENV_STAMP): $(REQUIREMENTS)
-	@if [ -f $@ ]; then touch $@; else \
-	  set -e; \
-	  echo "Installing the pinned requirements into $(VENV)"; \
-	  [ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
-	  $(BIN)/python -m pip install --quiet --disable-pip-version-check \
-	    -r requirements.txt -c constraints.txt; \
-	  rm -f $(VENV)/.installed-*; \
-	  touch $@; \
-	fi
+# Checked on every make run, and cheap when the environment is complete.
+venv:
+	@$(PYTHON) tools/envs.py site --venv $(VENV)

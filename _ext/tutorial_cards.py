@@ -4,8 +4,8 @@
 gallery, in course order (``course_order.CourseOrder``), and emits a
 sphinx-design grid with one card per page: the page's thumbnail, its title
 (the docstring's first line), its one-line summary from the course outline
-(``course_order.COURSE``) and the minimum PyTorch version (the "PyTorch X.Y or later"
-bullet of its Prerequisites card). Each card links to the page.
+(``course_order.COURSE``) and its floor, the oldest PyTorch release the
+version matrix ran it on (``version_records``). Each card links to the page.
 
 A script whose docstring lacks a title, an introductory paragraph or the
 version, or that is missing from the course outline, gets a build warning, so
@@ -17,6 +17,7 @@ import ast
 import re
 from pathlib import Path
 
+import version_records
 from course_order import COURSE, CourseOrder
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -143,6 +144,13 @@ class TutorialCards(SphinxDirective):
                 path = folder / name
                 env.note_dependency(str(path))
                 card = read_script(path)
+                versions = version_records.read(env.srcdir, path)
+                card["version"] = versions.floor if versions.trusted else None
+                env.note_dependency(
+                    str(
+                        Path(env.srcdir) / version_records.RECORDS / f"{path.stem}.json"
+                    )
+                )
                 if name in COURSE:
                     card["summary"] = COURSE[name]
                 else:
@@ -180,7 +188,7 @@ class TutorialCards(SphinxDirective):
         version = (
             f"PyTorch {card['version']} or later"
             if card["version"]
-            else "PyTorch version not stated"
+            else "PyTorch releases not verified"
         )
         footer = f"Part {step} · {version}"
         lines = [

@@ -19,6 +19,12 @@ the record is written when the example runs, and only read when it renders:
 * Before the gallery is generated, an example that is about to be built with
   execution enabled but has no valid record loses its ``.md5`` file, so
   Sphinx-Gallery runs it again and the record gets written.
+
+The stamp also names every PyTorch release the page passed on in the version
+matrix (``version_records``), and the "PyTorch X.Y or later" bullet of the
+page's Prerequisites card is rewritten from the same records. Records that no
+longer match the page, or a floor the page states but did not measure, are
+build warnings.
 """
 
 import datetime
@@ -29,6 +35,7 @@ import re
 import sys
 from pathlib import Path
 
+import version_records
 from docutils import nodes
 from sphinx.util import logging
 
@@ -173,19 +180,44 @@ def force_run_of_unrecorded(app):
             md5_path.unlink()
 
 
-def _stamp(record):
+def _stamp(record, versions):
     ran_at = datetime.datetime.fromisoformat(record["ran_at"])
     devices = " and ".join(record["devices"])
     if len(record["devices"]) == 1:
         devices += " (no CUDA device)"
     paragraph = nodes.paragraph()
     paragraph += nodes.strong(text="Verified: ")
+    if versions.trusted:
+        releases = ", ".join(versions.passed)
+        where = version_records.describe_devices(versions.devices)
+        paragraph += nodes.Text(
+            f"this page ran to the end on PyTorch {releases} ({where}). "
+        )
     paragraph += nodes.Text(
-        "every output on this page came from running it with "
+        "Every output on it came from running it with "
         f"PyTorch {record['torch']} on {devices}, "
         f"{ran_at:%Y-%m-%d %H:%M} UTC."
     )
     return paragraph
+
+
+def _rewrite_prerequisite(doctree, versions):
+    """Put the measured floor into the Prerequisites card's PyTorch bullet."""
+    for item in doctree.findall(nodes.list_item):
+        text = item.astext()
+        match = version_records.STATED_FLOOR.match("* " + text)
+        if not match or not versions.trusted:
+            continue
+        for node in item.findall(nodes.Text):
+            if node.astext().startswith(f"PyTorch {match.group(1)} or later"):
+                rest = node.astext()[len(f"PyTorch {match.group(1)} or later") :]
+                measured = nodes.Text(
+                    f"PyTorch {versions.floor} or later (verified on "
+                    f"{versions.passed[0]} to {versions.passed[-1]})" + rest
+                )
+                node.parent.replace(node, measured)
+                return True
+    return False
 
 
 def add_stamp(app, doctree):
@@ -198,6 +230,19 @@ def add_stamp(app, doctree):
     app.env.note_dependency(str(folder / f"{source.stem}{RECORD_SUFFIX}"))
     app.env.note_dependency(str(folder / f"{source.name}.md5"))
     record, problem = _check_record(source, folder)
+    app.env.note_dependency(
+        str(Path(app.srcdir) / version_records.RECORDS / f"{source.stem}.json")
+    )
+    versions = version_records.read(app.srcdir, source)
+    for version_problem in versions.problems:
+        logger.warning(
+            "%s: version matrix: %s",
+            source.name,
+            version_problem,
+            location=docname,
+            type="version_records",
+        )
+    _rewrite_prerequisite(doctree, versions)
     stamp = nodes.container(classes=["verified-stamp"])
     if record is None:
         executing = app.config.sphinx_gallery_conf.get("plot_gallery")
@@ -214,7 +259,7 @@ def add_stamp(app, doctree):
             "enabled to run this page."
         )
     else:
-        stamp += _stamp(record)
+        stamp += _stamp(record, versions)
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None or not isinstance(section[0], nodes.title):
         doctree.insert(0, stamp)

@@ -23,7 +23,7 @@ the compiled route costs and how to keep that cost to a single build.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later
+       * PyTorch 2.7 or later
        * A C++ compiler and ``ninja`` (``nvcc`` too for the optional CUDA
          kernel)
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
@@ -37,21 +37,23 @@ the compiled route costs and how to keep that cost to a single build.
 # compiler. Everything runs on the CPU; when a CUDA device and the CUDA
 # compiler are both present, a CUDA kernel is compiled and tested as well.
 
+import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import inspect
 import os
 import shutil
-import sys
 import time
 import warnings
 
 import matplotlib.pyplot as plt
-import torch
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests.generate_tests import OpCheckError
 from torch.utils import cpp_extension
-
-if torch.__version__ < "2.4":
-    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
 
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

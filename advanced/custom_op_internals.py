@@ -26,7 +26,7 @@ yourself and explain the errors that come out of them.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later
+       * PyTorch 2.7 or later
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
 Several functions used here start with an underscore (``torch._C._dispatch_*``
@@ -39,16 +39,18 @@ to build on, since they may change between releases.
 # Setting up
 # ----------
 
-import gc
-import inspect
-import math
 import sys
 
 import torch
-from torch import Tensor
 
-if torch.__version__ < "2.4":
-    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
+import gc
+import inspect
+import math
+
+from torch import Tensor
 
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

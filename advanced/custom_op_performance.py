@@ -23,7 +23,7 @@ a graph break with an opaque custom operator inside a compiled model.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later
+       * PyTorch 2.7 or later
        * NumPy and Matplotlib; a C++ compiler and ``ninja`` for the C++
          variant (the page skips it without them)
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
@@ -47,21 +47,23 @@ number below comes from the run you are reading.
 # The timings are taken on the CPU. When a CUDA device is present, every
 # operator is also checked on it for correct results.
 
+import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import inspect
 import os
 import shutil
 import statistics
-import sys
 import textwrap
 import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from torch.utils import benchmark, cpp_extension
-
-if torch.__version__ < "2.4":
-    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
 
 torch.manual_seed(0)
 np.random.seed(0)

@@ -27,7 +27,7 @@ comparing against a plain loop.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later (2.5 for ``register_vmap`` and
+       * PyTorch 2.7 or later (2.5 for ``register_vmap`` and
          ``register_torch_dispatch``, 2.7 for ``register_autocast``)
        * NumPy
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
@@ -48,17 +48,20 @@ required; you add the ones your users need.
 # section checks for its API and says so when it skips.
 
 import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import warnings
 from collections import Counter
 
 import numpy as np
-import torch
 from torch import Tensor
 from torch.autograd.gradcheck import GradcheckError
 from torch.utils._python_dispatch import TorchDispatchMode
 
-if torch.__version__ < "2.4":
-    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
 HAS_VMAP_RULES = hasattr(torch.library, "register_vmap")  # PyTorch 2.5
 HAS_DISPATCH_RULES = hasattr(torch.library, "register_torch_dispatch")  # 2.5
 HAS_AUTOCAST_RULES = hasattr(torch.library, "register_autocast")  # 2.7

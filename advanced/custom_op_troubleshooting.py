@@ -24,7 +24,7 @@ jump to the section that explains it.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later
+       * PyTorch 2.7 or later
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
 Error index
@@ -71,17 +71,19 @@ from what PyTorch says.
 # the repaired operators there.
 
 import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import textwrap
 import warnings
 
 import numpy as np
-import torch
 from torch import Tensor
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests.generate_tests import OpCheckError
-
-if torch.__version__ < "2.4":
-    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
 
 torch.manual_seed(0)
 np.random.seed(0)

@@ -21,7 +21,7 @@ the same operators first.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later
+       * PyTorch 2.7 or later
        * NumPy
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
        * :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`
@@ -43,17 +43,19 @@ and the program that loads the graph supplies its implementation.
 # device this run has; their NumPy kernels copy CUDA inputs to the CPU and the
 # result back.
 
+import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import torch
-
-if torch.__version__ < "2.4":
-    sys.exit("This tutorial needs PyTorch 2.4 or later; found " + torch.__version__)
 
 torch.manual_seed(0)
 np.random.seed(0)

@@ -24,7 +24,7 @@ once, and to let ``opcheck`` catch a fake kernel that promises the wrong shape.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later
+       * PyTorch 2.7 or later
        * NumPy and Matplotlib
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
@@ -52,13 +52,14 @@ kinds:
 
 import sys
 
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from torch.testing._internal.optests.generate_tests import OpCheckError
-
-if torch.__version__ < "2.4":
-    sys.exit("This tutorial needs PyTorch 2.4 or later; found " + torch.__version__)
 
 torch.manual_seed(0)
 np.random.seed(0)

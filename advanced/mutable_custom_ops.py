@@ -24,7 +24,7 @@ kind, and what goes wrong when an operator breaks the promises its schema makes.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later (2.13 or later for the tagged in-place and
+       * PyTorch 2.7 or later (2.13 or later for the tagged in-place and
          ``out=`` operators)
        * NumPy
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
@@ -45,19 +45,22 @@ makes them do the wrong thing, usually without an error.
 # ``TAGGED_OPS`` records whether this PyTorch has the tagged in-place and
 # ``out=`` operators of 2.13; the sections that need them check it.
 
+import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import math
 import re
-import sys
 import textwrap
 
 import numpy as np
-import torch
 from torch import Tensor
 from torch._dynamo.backends.common import aot_autograd
 from torch.testing._internal.optests.generate_tests import OpCheckError
 
-if torch.__version__ < "2.4":
-    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
 TAGGED_OPS = torch.__version__ >= "2.13"
 
 torch.manual_seed(0)

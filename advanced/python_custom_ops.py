@@ -22,7 +22,7 @@ them catch a real bug.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.4 or later
+       * PyTorch 2.7 or later
        * torchvision, Pillow, NumPy and Matplotlib
 
 PyTorch ships thousands of tensor operators, yet sooner or later you need one it
@@ -52,19 +52,21 @@ composition of PyTorch operators, you do not need a custom operator:
 # a CUDA device is present, the operators are also exercised on it.
 
 import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
 import warnings
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from PIL import Image
 from torch.autograd.gradcheck import GradcheckError
 from torch.testing._internal.optests.generate_tests import OpCheckError
 from torchvision.transforms.functional import pil_to_tensor, to_pil_image
-
-if torch.__version__ < "2.4":
-    sys.exit(f"This tutorial needs PyTorch 2.4 or later; found {torch.__version__}.")
 
 # Dynamo warns when it steps through a cache inside Pillow while tracing the
 # plain-Python crop below. That is a side issue here, so we silence it.

@@ -22,7 +22,7 @@ an ordinary ``custom_op``.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.6 or later
+       * PyTorch 2.7 or later
        * Triton and a CUDA GPU for the Triton path (the page also runs,
          and teaches, without them)
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
@@ -38,16 +38,19 @@ an ordinary ``custom_op``.
 # the page still runs from top to bottom on the CPU, and says which path each
 # check took.
 
-import logging
 import sys
 
 import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
+import logging
+
 import torch.nn.functional as F
 from torch._dynamo.backends.common import aot_autograd
 from torch.testing._internal.optests.generate_tests import OpCheckError
 
-if torch.__version__ < "2.6":
-    sys.exit(f"This tutorial needs PyTorch 2.6 or later; found {torch.__version__}.")
 if not hasattr(torch.library, "triton_op") or not hasattr(torch.library, "wrap_triton"):
     sys.exit(
         "This tutorial needs torch.library.triton_op and torch.library.wrap_triton."

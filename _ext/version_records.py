@@ -1,0 +1,153 @@
+"""What the version matrix measured for each page: its floor and its releases.
+
+``make matrix`` (``tools/matrix.py``) runs every page under every release of
+``versions/matrix.toml`` and commits one record per (page, release) to
+``versions/records/<page>.json``. This module reads them back for the build:
+the landing page's cards, the Prerequisites card and the verified stamp show
+what they say, and nothing a page merely declares.
+
+A page's records are *current* when every release of the matrix has one and
+each names the MD5 of the page's source as it is now. Its *floor* is the oldest
+release on which it passed. They are *consistent* when the page passed on
+every release from its floor on, stopped with its one-line message on every
+release below it, and states that same floor in its first cell and in its
+Prerequisites card. Anything else is a problem the build reports as a warning,
+so that ``-W`` fails: a page may not show a floor or a release it has not run
+on as it is now.
+"""
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MATRIX = Path("versions") / "matrix.toml"
+RECORDS = Path("versions") / "records"
+# The first cell's check, as README.md ("Adding a page") spells it.
+FLOOR_CHECK = re.compile(
+    r"^if tuple\(int\(part\) for part in torch\.__version__\.split\(\"\.\"\)\[:2\]\)"
+    r" < \((\d+), (\d+)\):\n\s+sys\.exit\(.*needs PyTorch (\d+\.\d+) or later",
+    re.M,
+)
+STATED_FLOOR = re.compile(r"^\s*[*\-+]\s+PyTorch\s+(\d+\.\d+)\s+or\s+later\b", re.M)
+
+
+def minor(version):
+    """'2.7.1+cu126' -> '2.7'."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def source_md5(path):
+    return hashlib.md5(Path(path).read_text(encoding="utf-8").encode()).hexdigest()
+
+
+def matrix_releases(srcdir):
+    data = tomllib.loads((Path(srcdir) / MATRIX).read_text())
+    return [release["torch"] for release in data["releases"]]
+
+
+def declared_floors(source_text):
+    """The floor the first cell checks and the one its message names."""
+    match = FLOOR_CHECK.search(source_text)
+    if not match:
+        return None, None
+    return f"{match.group(1)}.{match.group(2)}", match.group(3)
+
+
+@dataclass
+class PageVersions:
+    """The matrix's verdict on one page."""
+
+    floor: str | None = None  # e.g. "2.7"
+    passed: list = field(default_factory=list)  # releases as "2.7", "2.8", ...
+    devices: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+
+    @property
+    def trusted(self):
+        return self.floor is not None and not self.problems
+
+
+def read(srcdir, source):
+    """The ``PageVersions`` of the example script ``source``."""
+    srcdir, source = Path(srcdir), Path(source)
+    result = PageVersions()
+    releases = matrix_releases(srcdir)
+    path = srcdir / RECORDS / f"{source.stem}.json"
+    try:
+        records = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError as error:
+        result.problems.append(f"{path.name} is not valid JSON ({error})")
+        return result
+    md5 = source_md5(source)
+    outcomes, missing, stale = [], [], []
+    for release in releases:
+        record = records.get(release)
+        if record is None:
+            missing.append(release)
+        elif record.get("source_md5") != md5:
+            stale.append(release)
+        else:
+            outcomes.append((release, record))
+    if missing:
+        result.problems.append(f"no record for PyTorch {', '.join(missing)}")
+    if stale:
+        result.problems.append(
+            f"the records for PyTorch {', '.join(stale)} are of another version "
+            "of the page"
+        )
+    if result.problems:
+        result.problems[-1] += f"; run `make matrix PAGES={source.stem}`"
+        return result
+
+    passing = [release for release, record in outcomes if record["result"] == "pass"]
+    if not passing:
+        result.problems.append("it passed on no release of the matrix")
+        return result
+    floor_release = passing[0]
+    result.floor = minor(floor_release)
+    below = True
+    for release, record in outcomes:
+        if release == floor_release:
+            below = False
+        if below and record["result"] != "below-floor":
+            result.problems.append(
+                f"below its floor, on PyTorch {release}, it did not stop with its "
+                f"one-line message: {record.get('error')}"
+            )
+        elif not below and record["result"] != "pass":
+            result.problems.append(
+                f"it fails on PyTorch {release}, above its floor {result.floor}: "
+                f"{record.get('error')}"
+            )
+        if not below:
+            for device in record.get("devices") or []:
+                if device not in result.devices:
+                    result.devices.append(device)
+    result.passed = [minor(release) for release in passing]
+
+    text = source.read_text(encoding="utf-8")
+    checked, named = declared_floors(text)
+    if checked is None:
+        result.problems.append(
+            "its first cell has no floor check (see README.md, Adding a page)"
+        )
+    elif (checked, named) != (result.floor, result.floor):
+        result.problems.append(
+            f"its first cell stops below PyTorch {checked} and names {named}, but "
+            f"its measured floor is {result.floor}"
+        )
+    stated = STATED_FLOOR.findall(text)
+    if stated != [result.floor]:
+        result.problems.append(
+            f'its Prerequisites card says "PyTorch {", ".join(stated) or "?"} or '
+            f'later", but its measured floor is {result.floor}'
+        )
+    return result
+
+
+def describe_devices(devices):
+    """['cpu', 'cuda'] -> 'CPU and CUDA'."""
+    return " and ".join(device.upper() for device in devices) or "no device recorded"

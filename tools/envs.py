@@ -1,0 +1,306 @@
+"""Create the virtual environments the site and its version matrix run in.
+
+``make`` calls this script with the interpreter it was given (``PYTHON``), so it
+uses the standard library only. Every environment it makes is trusted only
+once its install has finished: the last step writes a stamp file naming the
+requirements and the interpreter it was built from. An environment without a
+matching stamp (an install that failed or was killed, another interpreter, other
+requirements) is deleted and built again, never reused as if it were good.
+
+Packages are installed with `uv <https://docs.astral.sh/uv/>`_, which the
+script first installs from the package registry into a small environment of its
+own beside the others. uv keeps one cache of unpacked wheels and links the
+environments' files to it, so a dozen environments holding the same CUDA
+libraries store them once. When uv cannot be installed, pip does the work
+(slower, and each environment holds its own copy); either way one line says
+which one ran.
+
+Before installing, the script checks what a fresh machine may lack and stops
+with one line naming it: a supported Python, enough free disk, and, when the
+install fails, whether the package registry could be reached at all.
+
+    python tools/envs.py site --venv DIR             the site's environment
+    python tools/envs.py matrix [RELEASE ...]        the version matrix's
+    python tools/envs.py check-python                is this interpreter supported?
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# The interpreters the site is tested with: the pinned packages (NumPy 2.4,
+# Sphinx 9) need 3.11 or newer, and 3.11, 3.12 and 3.13 build it.
+SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
+UV_VERSION = "0.13.8"
+# What one environment takes on disk when its files are not shared (torch with
+# its CUDA libraries): checked before installing.
+NEEDED_GIB = 6
+STAMP = ".complete.json"
+MATRIX_FILE = REPO / "versions" / "matrix.toml"
+
+
+def cache_home():
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "pytorch-custom-ops-site"
+
+
+def say(message):
+    print(f"envs: {message}", flush=True)
+
+
+def stop(message):
+    """One line on stderr, and a non-zero exit: what make shows the user."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+# -- What a fresh machine may lack ---------------------------------------------
+
+
+def python_version_text(version=None):
+    version = version or sys.version_info
+    return f"{version[0]}.{version[1]}"
+
+
+def check_python():
+    if tuple(sys.version_info[:2]) not in SUPPORTED_PYTHONS:
+        wanted = ", ".join(python_version_text(v) for v in SUPPORTED_PYTHONS)
+        stop(
+            f"{sys.executable} is Python {python_version_text()}; the site needs "
+            f"Python {wanted}. Choose another with PYTHON=, e.g. "
+            f"`make html PYTHON=python3.11`."
+        )
+
+
+def check_disk(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free / 2**30
+    if free < NEEDED_GIB:
+        stop(
+            f"only {free:.1f} GiB free on the disk holding {folder}; a new "
+            f"environment needs about {NEEDED_GIB} GiB. Free some space or point "
+            "XDG_CACHE_HOME (or VENV=) at a larger disk."
+        )
+
+
+def registry_url():
+    """The index pip and uv would ask: the configured one or PyPI."""
+    for variable in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "PIP_INDEX_URL"):
+        if os.environ.get(variable):
+            return os.environ[variable].split()[0]
+    return "https://pypi.org/simple/"
+
+
+def registry_unreachable():
+    """Why the package registry cannot be reached, or None if it can."""
+    url = registry_url()
+    if not url.startswith(("http://", "https://")):
+        return None
+    try:
+        with urllib.request.urlopen(url, timeout=15):
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        return f"could not reach the package registry at {url} ({reason})"
+
+
+# -- Installers ------------------------------------------------------------------
+
+
+def run(command, **kwargs):
+    return subprocess.run(command, text=True, capture_output=True, **kwargs)
+
+
+def uv_executable():
+    """uv, installed into an environment of its own; None if that fails."""
+    home = cache_home() / f"uv-{UV_VERSION}"
+    uv = home / "bin" / "uv"
+    stamp = home / STAMP
+    if stamp.is_file() and uv.is_file():
+        return uv
+    shutil.rmtree(home, ignore_errors=True)
+    steps = [
+        [sys.executable, "-m", "venv", str(home)],
+        [str(home / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        + ["--disable-pip-version-check", f"uv=={UV_VERSION}"],
+    ]
+    for command in steps:
+        process = run(command)
+        if process.returncode != 0:
+            last = (process.stderr or process.stdout).strip().splitlines()
+            say(
+                f"uv {UV_VERSION} could not be installed "
+                f"({last[-1] if last else 'no output'}); using pip instead"
+            )
+            shutil.rmtree(home, ignore_errors=True)
+            return None
+    stamp.write_text(json.dumps({"uv": UV_VERSION}) + "\n")
+    return uv
+
+
+def install(venv, requirement_args, uv):
+    """Create ``venv`` with this interpreter and install into it."""
+    python = venv / "bin" / "python"
+    if uv is not None:
+        steps = [
+            [str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)],
+            [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+            + requirement_args,
+        ]
+    else:
+        steps = [
+            [sys.executable, "-m", "venv", str(venv)],
+            [str(python), "-m", "pip", "install", "--quiet"]
+            + ["--disable-pip-version-check", *requirement_args],
+        ]
+    for command in steps:
+        process = subprocess.run(command, text=True, stderr=subprocess.PIPE)
+        if process.returncode != 0:
+            return process.stderr
+    return None
+
+
+def stamp_for(requirements_text):
+    return {
+        "requirements_sha256": hashlib.sha256(requirements_text.encode()).hexdigest(),
+        "python": sys.executable,
+        "python_version": python_version_text(),
+    }
+
+
+def is_complete(venv, expected):
+    stamp = venv / STAMP
+    try:
+        found = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return False
+    same = all(found.get(key) == value for key, value in expected.items())
+    return same and (venv / "bin" / "python").exists()
+
+
+def ensure(venv, requirements_text, requirement_args, label):
+    """Make ``venv`` hold exactly these requirements, or stop with one line."""
+    check_python()
+    venv = Path(venv)
+    expected = stamp_for(requirements_text)
+    if is_complete(venv, expected):
+        return venv
+    if venv.exists():
+        say(f"{venv} is incomplete or was made otherwise; building it again")
+        shutil.rmtree(venv)
+    check_disk(venv.parent)
+    uv = uv_executable()
+    installer = f"uv {UV_VERSION}" if uv else "pip"
+    say(f"installing {label} into {venv} with {installer}")
+    start = time.perf_counter()
+    error = install(venv, requirement_args, uv)
+    if error is not None:
+        shutil.rmtree(venv, ignore_errors=True)
+        unreachable = registry_unreachable()
+        if unreachable:
+            stop(f"{unreachable}; the environment was not created.")
+        lines = [line for line in error.strip().splitlines() if line.strip()]
+        stop(
+            f"installing {label} with {installer} failed: "
+            f"{lines[-1] if lines else 'no message'}"
+        )
+    seconds = time.perf_counter() - start
+    (venv / STAMP).write_text(
+        json.dumps({**expected, "installer": installer, "seconds": seconds}) + "\n"
+    )
+    say(f"{label} ready in {seconds:.0f} s ({installer})")
+    return venv
+
+
+# -- The site's environment --------------------------------------------------------
+
+
+def site(venv):
+    files = [REPO / "requirements.txt", REPO / "constraints.txt"]
+    text = "".join(path.read_text() for path in files)
+    args = ["-r", str(files[0]), "-c", str(files[1])]
+    ensure(venv, text, args, "the site's requirements")
+
+
+# -- The version matrix's environments ---------------------------------------------
+
+
+def page_requirements():
+    """What the pages import besides torch: the examples' pins in requirements.txt."""
+    pins = []
+    for line in (REPO / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        name = re.split(r"[=<>!~\[ ]", line)[0].lower()
+        if name in load_matrix()["pages"]["packages"]:
+            pins.append(line)
+    return pins
+
+
+def load_matrix():
+    import tomllib  # Python 3.11; imported late so older ones reach check_python
+
+    return tomllib.loads(MATRIX_FILE.read_text())
+
+
+def releases():
+    return load_matrix()["releases"]
+
+
+def release_requirements(release):
+    return [
+        f"torch=={release['torch']}",
+        *release.get("with", []),
+        *page_requirements(),
+    ]
+
+
+def matrix_venv(release):
+    requirements = "\n".join(release_requirements(release))
+    key = hashlib.sha256(requirements.encode()).hexdigest()[:12]
+    return cache_home() / "matrix" / f"torch-{release['torch']}-{key}", requirements
+
+
+def matrix(selected):
+    chosen = [r for r in releases() if not selected or r["torch"] in selected]
+    unknown = set(selected) - {r["torch"] for r in releases()}
+    if unknown:
+        stop(f"not in {MATRIX_FILE.name}: {', '.join(sorted(unknown))}")
+    for release in chosen:
+        venv, requirements = matrix_venv(release)
+        ensure(
+            venv, requirements, requirements.split("\n"), f"torch {release['torch']}"
+        )
+        print(venv)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    site_parser = sub.add_parser("site")
+    site_parser.add_argument("--venv", required=True, type=Path)
+    matrix_parser = sub.add_parser("matrix")
+    matrix_parser.add_argument("releases", nargs="*")
+    sub.add_parser("check-python")
+    args = parser.parse_args()
+    if args.command == "site":
+        site(args.venv)
+    elif args.command == "matrix":
+        matrix(args.releases)
+    else:
+        check_python()
+
+
+if __name__ == "__main__":
+    main()
