@@ -237,13 +237,20 @@ def site(venv):
 # -- The version matrix's environments ---------------------------------------------
 
 
-def page_requirements():
-    """What the pages import besides torch: the examples' pins in requirements.txt."""
+def requirement_name(line):
+    return re.split(r"[=<>!~\[ ]", line.strip())[0].lower()
+
+
+def page_requirements(overridden=()):
+    """What the pages import besides torch: the examples' pins in requirements.txt.
+
+    A package a release pins itself (``with``) keeps that release's pin.
+    """
     pins = []
     for line in (REPO / "requirements.txt").read_text().splitlines():
         line = line.split("#")[0].strip()
-        name = re.split(r"[=<>!~\[ ]", line)[0].lower()
-        if name in load_matrix()["pages"]["packages"]:
+        name = requirement_name(line)
+        if name in load_matrix()["pages"]["packages"] and name not in overridden:
             pins.append(line)
     return pins
 
@@ -259,11 +266,9 @@ def releases():
 
 
 def release_requirements(release):
-    return [
-        f"torch=={release['torch']}",
-        *release.get("with", []),
-        *page_requirements(),
-    ]
+    extra = release.get("with", [])
+    overridden = {requirement_name(line) for line in extra}
+    return [f"torch=={release['torch']}", *extra, *page_requirements(overridden)]
 
 
 def matrix_venv(release):
