@@ -71,4 +71,5 @@ clean:
 
 # Checked on every make run, and cheap when the environment is complete.
 venv:
+	@$(PYTHON) -c '' 2>/dev/null || { echo "error: PYTHON=$(PYTHON) does not run here; choose an installed Python 3.11, 3.12 or 3.13 with PYTHON=, e.g. make html PYTHON=python3.11" >&2; exit 2; }
 	@$(PYTHON) tools/envs.py site --venv $(VENV)

@@ -4,7 +4,10 @@ The tests treat the examples as black boxes: they run them, build them, and
 read what the build produced.
 """
 
+import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,9 +17,41 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.stem for p in (REPO / "advanced").glob("*.py"))
+# Variables that would make a build or a test run do less than it should.
+NARROWING_VARIABLES = ("GALLERY_PATTERN", "PYTEST_ADDOPTS", "PYTEST_ARGS")
 # A page's build output: Sphinx-Gallery renders advanced/<name>.py as
 # tutorials/<name>.html.
 GALLERY_DIR = "tutorials"
+
+
+def in_ci():
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def clean_environment():
+    """This process's environment without the variables that narrow a build."""
+    return {k: v for k, v in os.environ.items() if k not in NARROWING_VARIABLES}
+
+
+def pytest_configure(config):
+    """Under CI, refuse to run less than the whole suite."""
+    if not in_ci():
+        return
+    narrowed = [name for name in NARROWING_VARIABLES if os.environ.get(name)]
+    if config.option.keyword:
+        narrowed.append(f"-k {config.option.keyword}")
+    if config.option.markexpr:
+        narrowed.append(f"-m {config.option.markexpr}")
+    if config.option.deselect:
+        narrowed.append("--deselect")
+    tests_dir = Path(__file__).resolve().parent
+    for arg in config.args:
+        if Path(arg.split("::")[0]).resolve() not in (tests_dir, REPO):
+            narrowed.append(arg)
+    if narrowed:
+        raise pytest.UsageError(
+            "CI runs the whole suite, but it was narrowed by: " + ", ".join(narrowed)
+        )
 
 
 def run(cmd, *, cwd=REPO, timeout=1800, env=None):
@@ -24,7 +59,7 @@ def run(cmd, *, cwd=REPO, timeout=1800, env=None):
     return subprocess.run(
         cmd,
         cwd=cwd,
-        env={**os.environ, "MPLBACKEND": "Agg", **(env or {})},
+        env={**clean_environment(), "MPLBACKEND": "Agg", **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -39,12 +74,84 @@ def make(*targets, cwd=REPO, variables=(), timeout=3600):
     return run(cmd, cwd=cwd, timeout=timeout)
 
 
-def project_with_example(tmp_path, filename, source):
+def pinned_torch():
+    """The torch version requirements.txt pins: the site's own release."""
+    text = (REPO / "requirements.txt").read_text()
+    return re.search(r"^torch==(\S+)", text, re.M).group(1)
+
+
+def floor_check(major_minor):
+    """A page's first cell, as README.md ("Adding a page") prescribes it."""
+    major, minor = major_minor.split(".")
+    return (
+        "import sys\n\nimport torch\n\n"
+        'if tuple(int(part) for part in torch.__version__.split(".")[:2]) < '
+        f"({major}, {minor}):\n"
+        f'    sys.exit(f"This page needs PyTorch {major_minor} or later; this is '
+        '{torch.__version__}.")\n'
+    )
+
+
+def example_source(title, body, summary="This page is an example made by a test."):
+    """A minimal valid page whose floor is the pinned release, then ``body``."""
+    floor = ".".join(pinned_torch().split(".")[:2])
+    underline = "=" * len(title)
+    return f'''"""
+{title}
+{underline}
+
+{summary} It has a second sentence.
+
+.. grid:: 2
+
+    .. grid-item-card:: Prerequisites
+
+       * PyTorch {floor} or later
+"""
+
+# %%
+{floor_check(floor)}
+print(f"PyTorch {{torch.__version__}}; devices exercised: ['cpu'] (no CUDA)")
+
+# %%
+{body}
+'''
+
+
+def write_records(project, name, result="pass"):
+    """Records of the version matrix for ``advanced/<name>.py`` in ``project``.
+
+    The project's matrix holds the pinned release only, and the page passed
+    on it as it is now, so its floor is the pinned release.
+    """
+    source = project / "advanced" / f"{name}.py"
+    md5 = hashlib.md5(source.read_text(encoding="utf-8").encode()).hexdigest()
+    versions = project / "versions"
+    (versions / "records").mkdir(parents=True, exist_ok=True)
+    (versions / "matrix.toml").write_text(
+        f'[pages]\npackages = []\n\n[[releases]]\ntorch = "{pinned_torch()}"\n'
+    )
+    record = {
+        "source_md5": md5,
+        "result": result,
+        "error": None,
+        "seconds": 1.0,
+        "torch": pinned_torch(),
+        "devices": ["cpu"],
+        "ran_at": "2026-01-01T00:00:00+00:00",
+    }
+    (versions / "records" / f"{name}.json").write_text(
+        json.dumps({pinned_torch(): record}, indent=1) + "\n"
+    )
+
+
+def project_with_example(tmp_path, filename, source, records=True):
     """A copy of the project whose only example is ``source`` as ``filename``.
 
     It keeps the build machinery (configuration, extensions, Makefile and
     requirements) and replaces the pages, so a test can watch how the real
-    build treats one example of its own.
+    build treats one example of its own. With ``records``, the example gets
+    version-matrix records that match it (see ``write_records``).
     """
     project = tmp_path / "project"
     project.mkdir()
@@ -56,7 +163,7 @@ def project_with_example(tmp_path, filename, source):
         "constraints.txt",
     ]:
         shutil.copy(REPO / name, project / name)
-    for folder in ["_ext", "_static"]:
+    for folder in ["_ext", "_static", "tools"]:
         shutil.copytree(
             REPO / folder, project / folder, ignore=lambda *_: ["__pycache__"]
         )
@@ -65,16 +172,25 @@ def project_with_example(tmp_path, filename, source):
     (project / "advanced").mkdir()
     shutil.copy(REPO / "advanced" / "README.txt", project / "advanced")
     (project / "advanced" / filename).write_text(source)
+    with open(project / "_ext" / "course_order.py", "a") as course:
+        course.write(f"\nCOURSE[{filename!r}] = 'A page made by a test.'\n")
+    if records:
+        write_records(project, Path(filename).stem)
     return project
 
 
 class Site:
     """The result of building the site once: its log, warnings and HTML tree."""
 
-    def __init__(self, html_dir, process, warnings):
+    def __init__(self, html_dir, process):
         self.html = html_dir
         self.process = process
-        self.warnings = warnings
+        output = process.stdout + process.stderr
+        self.warnings = "\n".join(
+            line
+            for line in output.splitlines()
+            if re.search(r"\b(WARNING|ERROR)\b", line)
+        )
 
     def page(self, name):
         return self.html / GALLERY_DIR / f"{name}.html"
@@ -82,21 +198,21 @@ class Site:
 
 @pytest.fixture(scope="session")
 def site():
-    """Build the whole site the way `make html` does, warnings as errors.
+    """Build the whole site from a clean tree, exactly as `make html` does.
 
-    -E rereads every source so that each page's warnings are reported again
-    even when an earlier build is up to date. Sphinx-Gallery re-executes an
-    example only when its source changed since it last ran successfully, so
-    after `make html` this does not run the examples a second time, while a
-    fresh clone (CI) runs them all here.
+    Nothing an earlier build left behind is read: ``make clean`` removes the
+    generated gallery and the HTML first, so every example runs, every
+    notebook is written anew and the tests see what this checkout builds.
+    When the build fails, every test that reads it fails with the reason.
     """
-    build_dir = REPO / "_build"
-    warnings_file = build_dir / "warnings.log"
-    build_dir.mkdir(exist_ok=True)
-    warnings_file.unlink(missing_ok=True)
-    process = make(
-        "html",
-        variables=[f"SPHINXOPTS=-E -W --keep-going -w {warnings_file}"],
-    )
-    warnings = warnings_file.read_text() if warnings_file.exists() else ""
-    return Site(build_dir / "html", process, warnings)
+    cleaned = make("clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert not (REPO / GALLERY_DIR).exists() and not (REPO / "_build" / "html").exists()
+    process = make("html")
+    if process.returncode != 0:
+        pytest.fail(
+            "make html failed, so nothing it should have built can be tested:\n"
+            + (process.stdout[-3000:] + process.stderr[-6000:]),
+            pytrace=False,
+        )
+    return Site(REPO / "_build" / "html", process)

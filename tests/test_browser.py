@@ -17,10 +17,11 @@ environment variable set) a missing browser is a failure.
 
 import functools
 import http.server
-import importlib.util
+import json
 import os
 import re
 import shutil
+import sys
 import threading
 import urllib.request
 from dataclasses import dataclass, field
@@ -28,7 +29,10 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
-from conftest import EXAMPLES, GALLERY_DIR, REPO
+from conftest import EXAMPLES, GALLERY_DIR, REPO, in_ci
+
+sys.path.insert(0, str(REPO / "_ext"))
+import version_records  # noqa: E402
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -53,10 +57,6 @@ MINIMUM_CONTRAST_LARGE = 3.0
 TUTORIALS = [f"{GALLERY_DIR}/{name}.html" for name in EXAMPLES]
 
 
-def in_ci():
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
 def missing(reason):
     """Skip locally, fail in CI: CI must run every browser check."""
     if in_ci():
@@ -69,14 +69,6 @@ def find_chromium():
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def built_torch_version():
-    """torch.__version__ of this interpreter's torch, read without importing it."""
-    spec = importlib.util.find_spec("torch")
-    assert spec and spec.origin, "torch is not installed in the test interpreter"
-    text = (Path(spec.origin).parent / "version.py").read_text()
-    return re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", text, re.M).group(1)
 
 
 # -- Serving the site -----------------------------------------------------------
@@ -239,32 +231,29 @@ CONTRAST_JS = """() => {
         : el.closest("pre, code") ? "code"
         : el.closest("article") ? "body text"
         : "page chrome";
-    // Elements styled alike in the same surroundings (the thousands of
-    // syntax-highlighting spans of a page, say) are measured once.
+    // Text is measured once per distinct look: the same colour, opacity,
+    // size and weight over the same backdrop give the same contrast, so the
+    // thousands of alike syntax-highlighting spans of a page cost one
+    // measurement, while any instance that looks different is measured.
     const seen = new Set();
-    const signature = (el) => [
-        el.tagName, el.className, el.parentElement && el.parentElement.className,
-        (el.closest(".sd-card, .admonition, table, .sphx-glr-script-out,"
-                    + " .sphx-glr-download, .verified-stamp, .highlight, header,"
-                    + " footer, nav, aside") || document.body).className,
-    ].join("|");
     const texts = [];
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     while (walker.nextNode()) {
         const el = walker.currentNode.parentElement;
         if (!el || !walker.currentNode.textContent.trim()) continue;
-        const key = signature(el);
-        if (seen.has(key)) continue;
         if (el.closest("script, style, noscript, dialog:not([open]), .visually-hidden,"
                        + " .sr-only, [aria-hidden=true]")) continue;
         const rect = el.getBoundingClientRect();
         const style = getComputedStyle(el);
         if (rect.width < 2 || rect.height < 2 || style.visibility === "hidden"
             || style.display === "none") continue;
-        seen.add(key);
         const back = backdrop(el);
         const fore = rgba(style.color);
         const alpha = fore[3] * opacity(el);
+        const key = [fore.join(), alpha, back.join(), style.fontSize,
+                     style.fontWeight, kind(el)].join("|");
+        if (seen.has(key)) continue;
+        seen.add(key);
         const text = over([fore[0], fore[1], fore[2], alpha], back);
         const size = parseFloat(style.fontSize);
         const bold = parseInt(style.fontWeight) >= 700;
@@ -320,6 +309,7 @@ class Survey:
     pages: list
     visits: dict  # (page, "desktop"/"phone", "light"/"dark") -> Visit
     html: Path
+    requests: list  # every URL the browser asked for during the survey
 
 
 def site_pages(html_dir):
@@ -328,6 +318,12 @@ def site_pages(html_dir):
         for p in html_dir.rglob("*.html")
         if not NOT_PAGES & set(p.relative_to(html_dir).parts)
     )
+
+
+# How long each page is watched after it loaded. Its timers are fast-forwarded
+# by this much (Playwright's clock), so a script that fetches or fails a few
+# seconds after load does so while we watch, without the survey waiting.
+WATCH_AFTER_LOAD_MS = 60_000
 
 
 def visit(context, base, page_path, width_name, mode, shots):
@@ -350,11 +346,12 @@ def visit(context, base, page_path, width_name, mode, shots):
             f"request failed: {request.url} ({request.failure})"
         ),
     )
+    page.clock.install()
     page.goto(base + page_path, wait_until="load")
+    page.clock.run_for(WATCH_AFTER_LOAD_MS)
+    page.wait_for_load_state("networkidle")
     first_view = width_name == "desktop" and mode == "light"
     if first_view:
-        # Let late requests (scripts that fetch after load) show up, once.
-        page.wait_for_load_state("networkidle")
         result.images = page.evaluate(IMAGES_JS)
         result.links = page.evaluate(LINKS_JS)
         stamp = page.locator(".verified-stamp")
@@ -380,6 +377,8 @@ def visit(context, base, page_path, width_name, mode, shots):
         shot = shots / f"{width_name}-{mode}" / f"{name}.jpg"
         shot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shot), full_page=True, type="jpeg", quality=80)
+    # Anything the page still does before it closes is seen too.
+    page.clock.run_for(WATCH_AFTER_LOAD_MS)
     page.close()
     return result
 
@@ -390,18 +389,33 @@ def survey(browser, site, served):
     assert pages, "the build wrote no pages"
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     visits = {}
+    all_requests = []
+    host = urlsplit(served).netloc
+
+    def route(route):
+        # Every request of the whole survey, from pages, workers or frames,
+        # passes here; only the site's own host is served.
+        all_requests.append(route.request.url)
+        if urlsplit(route.request.url).netloc == host:
+            route.continue_()
+        else:
+            route.abort()
+
     for width_name, viewport in [("desktop", DESKTOP), ("phone", PHONE)]:
         for mode in ["light", "dark"]:
             if width_name == "phone" and mode == "dark":
                 continue  # nothing to measure that the other three views miss
             # A fresh profile per view: no stored theme choice, no cache.
             context = browser.new_context(viewport=viewport, color_scheme=mode)
+            context.route("**/*", route)
             for page_path in pages:
                 visits[page_path, width_name, mode] = visit(
                     context, served, page_path, width_name, mode, SCREENSHOTS
                 )
             context.close()
-    return Survey(base=served, pages=pages, visits=visits, html=site.html)
+    return Survey(
+        base=served, pages=pages, visits=visits, html=site.html, requests=all_requests
+    )
 
 
 def each(survey, width_name="desktop", mode="light"):
@@ -445,6 +459,15 @@ def test_requests_stay_on_the_serving_host(survey):
     }
     elsewhere = {page: urls for page, urls in elsewhere.items() if urls}
     assert not elsewhere, f"requests to other hosts: {elsewhere}"
+    unattributed = sorted(
+        {
+            url
+            for url in survey.requests
+            if urlsplit(url).scheme not in ("data", "blob", "about")
+            and urlsplit(url).netloc != host
+        }
+    )
+    assert not unattributed, f"requests to other hosts: {unattributed}"
 
 
 def test_every_internal_and_download_link_resolves(survey):
@@ -572,20 +595,27 @@ def test_figures_sit_on_a_light_panel_in_dark_mode(survey):
 
 
 def test_every_tutorial_page_names_the_run_that_verified_it(survey):
-    version = built_torch_version()
     missing_pages = [p for p in TUTORIALS if p not in survey.pages]
     assert not missing_pages, f"tutorial pages not built: {missing_pages}"
     problems = {}
     for page in TUTORIALS:
+        name = page.removeprefix(f"{GALLERY_DIR}/").removesuffix(".html")
+        # What this build recorded when it ran the page, and what the version
+        # matrix recorded: the stamp must show those, whatever is installed.
+        record = json.loads((REPO / GALLERY_DIR / f"{name}.verified.json").read_text())
+        releases = version_records.read(REPO, REPO / "advanced" / f"{name}.py").passed
         stamp = survey.visits[page, "desktop", "light"].stamp
         if stamp is None:
             problems[page] = "no verified stamp"
         elif not (stamp["visible"] and stamp["before_code"]):
             problems[page] = f"stamp hidden or below the first code block: {stamp}"
-        elif f"PyTorch {version}" not in stamp["text"]:
-            problems[page] = f"stamp does not name PyTorch {version}: {stamp['text']!r}"
-        elif not re.search(r"\b(CPU|CUDA|NVIDIA)\b", stamp["text"]):
-            problems[page] = f"stamp names no device: {stamp['text']!r}"
+        elif (
+            f"PyTorch {record['torch']} on {record['devices'][0]}"
+            not in (stamp["text"])
+        ):
+            problems[page] = f"stamp names another run: {stamp['text']!r}"
+        elif not releases or f"PyTorch {', '.join(releases)} (" not in stamp["text"]:
+            problems[page] = f"stamp lacks releases {releases}: {stamp['text']!r}"
         elif not re.search(r"\b\d{4}-\d{2}-\d{2}\b", stamp["text"]):
             problems[page] = f"stamp has no date: {stamp['text']!r}"
     assert not problems, problems

@@ -1,8 +1,9 @@
 """The landing page's cards and the verified stamp, checked without a browser.
 
-The cards come from the example scripts' docstrings; a script that does not
-state what a card needs is a build warning. The stamp trusts a record only
-when it describes the run whose output the page shows.
+The cards come from the example scripts' docstrings and the version matrix's
+records; a script that does not state what a card needs is a build warning.
+The stamp trusts a record only when it describes the run whose output the
+page shows, and shows what that record says, not what is installed now.
 """
 
 import json
@@ -11,7 +12,15 @@ import sys
 import time
 
 import pytest
-from conftest import EXAMPLES, REPO, project_with_example, run
+from conftest import (
+    EXAMPLES,
+    GALLERY_DIR,
+    REPO,
+    example_source,
+    make,
+    project_with_example,
+    run,
+)
 
 sys.path.insert(0, str(REPO / "_ext"))
 import course_order  # noqa: E402
@@ -39,8 +48,7 @@ print("hello")
 def test_every_example_states_what_its_card_shows(name):
     card = tutorial_cards.read_script(REPO / "advanced" / f"{name}.py")
     assert card["problems"] == []
-    assert card["title"] and card["summary"].endswith((".", "!", "?"))
-    assert card["version"].count(".") >= 1
+    assert card["title"] and card["summary"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -50,7 +58,7 @@ def test_every_example_has_a_place_and_a_one_line_summary_in_the_course(name):
     assert len(summary) <= 90 and "\n" not in summary
 
 
-def test_card_summary_is_the_first_sentence_of_the_first_paragraph(tmp_path):
+def test_reading_a_script_finds_its_title_and_intro_and_reports_no_version(tmp_path):
     script = tmp_path / "page.py"
     script.write_text(NO_VERSION)
     card = tutorial_cards.read_script(script)
@@ -130,9 +138,10 @@ def test_page_without_record_is_reported(tmp_path):
     assert record is None and "no record" in problem
 
 
-def test_computation_times_page_loses_its_cdn_scripts():
+def test_computation_times_page_loses_its_cdn_scripts(site):
     import offline_pages
 
+    # What Sphinx-Gallery wrote in this session's build.
     generated = (REPO / "sg_execution_times.rst").read_text()
     assert "https://" in generated  # what Sphinx-Gallery writes
     source = [generated]
@@ -158,3 +167,28 @@ def test_remote_assets_are_found_in_a_page():
         "//fonts.example.org/font.css",
         "http://x.org/b.png",
     ]
+
+
+STAMPED = example_source("A Stamped Page", "print(torch.ones(2))")
+
+
+def test_stamp_shows_the_recorded_run_not_the_installed_torch(tmp_path):
+    # Build the page once, so that its run is recorded; then plant a record of
+    # a run with another PyTorch on another device and render the page again
+    # without running it. The stamp must name the recorded run.
+    project = project_with_example(tmp_path, "stamped.py", STAMPED)
+    first = make("html", cwd=project, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    record_path = project / GALLERY_DIR / "stamped.verified.json"
+    record = json.loads(record_path.read_text())
+    record["torch"] = "9.8.7+planted"
+    record["devices"] = ["CPU", "Planted Accelerator (CUDA 99.1)"]
+    record_path.write_text(json.dumps(record))
+    again = make("html", cwd=project, variables=["SPHINXOPTS=-W -E -D plot_gallery=0"])
+    assert again.returncode == 0, again.stderr[-3000:]
+    html = (project / "_build" / "html" / GALLERY_DIR / "stamped.html").read_text()
+    stamp = html[html.index("verified-stamp") :][:2000]
+    assert "PyTorch 9.8.7+planted on CPU and Planted Accelerator" in stamp, stamp
+    import torch
+
+    assert f"PyTorch {torch.__version__} on" not in stamp

@@ -41,10 +41,12 @@ REPO = Path(__file__).resolve().parent.parent
 # The interpreters the site is tested with: the pinned packages (NumPy 2.4,
 # Sphinx 9) need 3.11 or newer, and 3.11, 3.12 and 3.13 build it.
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
-UV_VERSION = "0.13.8"
-# What one environment takes on disk when its files are not shared (torch with
-# its CUDA libraries): checked before installing.
-NEEDED_GIB = 6
+# The uv release to install, and what one environment takes on disk when its
+# files are not shared (torch with its CUDA libraries), checked before
+# installing. The tests change both through the environment to exercise the
+# pip fallback and the disk check.
+UV_VERSION = os.environ.get("PYTORCH_SITE_UV_VERSION", "0.13.8")
+NEEDED_GIB = float(os.environ.get("PYTORCH_SITE_NEEDED_GIB", "6"))
 STAMP = ".complete.json"
 MATRIX_FILE = REPO / "versions" / "matrix.toml"
 
@@ -88,7 +90,7 @@ def check_disk(folder):
     if free < NEEDED_GIB:
         stop(
             f"only {free:.1f} GiB free on the disk holding {folder}; a new "
-            f"environment needs about {NEEDED_GIB} GiB. Free some space or point "
+            f"environment needs about {NEEDED_GIB:.0f} GiB. Free some space or point "
             "XDG_CACHE_HOME (or VENV=) at a larger disk."
         )
 
@@ -132,7 +134,7 @@ def uv_executable():
         return uv
     shutil.rmtree(home, ignore_errors=True)
     steps = [
-        [sys.executable, "-m", "venv", str(home)],
+        [base_python(), "-m", "venv", str(home)],
         [str(home / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         + ["--disable-pip-version-check", f"uv=={UV_VERSION}"],
     ]
@@ -155,13 +157,13 @@ def install(venv, requirement_args, uv):
     python = venv / "bin" / "python"
     if uv is not None:
         steps = [
-            [str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)],
+            [str(uv), "venv", "--quiet", "--python", base_python(), str(venv)],
             [str(uv), "pip", "install", "--quiet", "--python", str(python)]
             + requirement_args,
         ]
     else:
         steps = [
-            [sys.executable, "-m", "venv", str(venv)],
+            [base_python(), "-m", "venv", str(venv)],
             [str(python), "-m", "pip", "install", "--quiet"]
             + ["--disable-pip-version-check", *requirement_args],
         ]
@@ -172,10 +174,15 @@ def install(venv, requirement_args, uv):
     return None
 
 
+def base_python():
+    """The interpreter behind this one, even when it runs inside a venv."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+
+
 def stamp_for(requirements_text):
     return {
         "requirements_sha256": hashlib.sha256(requirements_text.encode()).hexdigest(),
-        "python": sys.executable,
+        "python": base_python(),
         "python_version": python_version_text(),
     }
 

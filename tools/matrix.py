@@ -95,10 +95,24 @@ def declared_floor(source_text):
 
 
 def first_error_line(stderr):
-    """The line naming what was raised: the last 'SomethingError: ...' line."""
+    """The line naming what was raised: the last 'SomethingError: ...' line.
+
+    A bare ``AssertionError`` says nothing, so the failing source line the
+    traceback shows above it is added.
+    """
     lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
-    for line in reversed(lines):
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
         if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt|Unsupported)\b", line):
+            if ":" not in line:
+                code = [
+                    earlier.strip()
+                    for earlier in lines[:index]
+                    if earlier.startswith("    ")
+                    and not earlier.lstrip().startswith("^")
+                ]
+                if code:
+                    line = f"{line} at: {code[-1]}"
             return line[:300]
     return lines[-1][:300] if lines else "no output"
 

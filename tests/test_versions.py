@@ -1,0 +1,144 @@
+"""Every page runs on its own, on its floor release and on the pinned one.
+
+The version matrix (``make matrix``) ran every page under every release of
+``versions/matrix.toml`` and committed the records; the build shows each
+page's floor and releases from them. Here CI checks that those records are
+current and consistent, and runs each page again, standalone, on the two
+releases that bound what its page claims: its floor and the pinned release.
+"""
+
+import concurrent.futures
+import os
+import sys
+import tomllib
+
+import pytest
+from conftest import EXAMPLES, REPO, pinned_torch, project_with_example, run
+
+sys.path.insert(0, str(REPO / "_ext"))
+sys.path.insert(0, str(REPO / "tools"))
+import envs  # noqa: E402
+import version_records  # noqa: E402
+
+MATRIX = tomllib.loads((REPO / "versions" / "matrix.toml").read_text())
+RELEASES = [release["torch"] for release in MATRIX["releases"]]
+
+
+def floor_release(name):
+    floor = version_records.read(REPO, REPO / "advanced" / f"{name}.py").floor
+    return next((r for r in RELEASES if version_records.minor(r) == floor), None)
+
+
+def run_standalone(python, name, folder, env=None):
+    # From an empty folder, so the script can rely on nothing in the
+    # repository but itself; -X faulthandler shows where a crash happened.
+    script = REPO / "advanced" / f"{name}.py"
+    command = [str(python), "-X", "faulthandler", str(script)]
+    return run(command, cwd=folder, timeout=900, env=env)
+
+
+@pytest.fixture(scope="session")
+def standalone_runs(tmp_path_factory):
+    """Run every page on the pinned release and on its floor, two at a time."""
+    jobs = {(name, "pinned"): sys.executable for name in EXAMPLES}
+    for name in EXAMPLES:
+        release = floor_release(name)
+        if release and release != pinned_torch():
+            chosen = next(r for r in MATRIX["releases"] if r["torch"] == release)
+            venv, requirements = envs.matrix_venv(chosen)
+            label = f"torch {release}"
+            envs.ensure(venv, requirements, requirements.split("\n"), label)
+            caches = envs.cache_home() / "matrix" / f"caches-{release}"
+            jobs[name, release] = (
+                venv / "bin" / "python",
+                {
+                    "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+                    "TORCH_EXTENSIONS_DIR": str(caches / "extensions"),
+                },
+            )
+
+    def work(item):
+        (name, release), target = item
+        python, env = target if isinstance(target, tuple) else (target, None)
+        folder = tmp_path_factory.mktemp(f"{name}-{release}")
+        return (name, release), run_standalone(python, name, folder, env)
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return dict(pool.map(work, jobs.items()))
+
+
+def test_matrix_ends_with_the_pinned_release():
+    assert RELEASES[-1] == pinned_torch()
+    keys = [version_records.minor(r) for r in RELEASES]
+    assert keys == sorted(set(keys), key=lambda v: tuple(map(int, v.split("."))))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_records_are_current_and_consistent(name):
+    versions = version_records.read(REPO, REPO / "advanced" / f"{name}.py")
+    assert versions.problems == [], versions.problems
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_page_runs_standalone_on_the_pinned_release(standalone_runs, name):
+    process = standalone_runs[name, "pinned"]
+    assert process.returncode == 0, (
+        f"python advanced/{name}.py exited with {process.returncode}:\n"
+        f"{process.stderr[-4000:]}"
+    )
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_page_runs_standalone_on_its_floor_release(standalone_runs, name):
+    release = floor_release(name)
+    assert release, f"{name} has no measured floor"
+    if release == pinned_torch():
+        process = standalone_runs[name, "pinned"]  # its floor is the pinned one
+    else:
+        process = standalone_runs[name, release]
+    assert process.returncode == 0, (
+        f"python advanced/{name}.py on PyTorch {release} exited with "
+        f"{process.returncode}:\n{process.stderr[-4000:]}"
+    )
+
+
+BELOW_FLOOR = """import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (99, 0):
+    sys.exit(f"This page needs PyTorch 99.0 or later; this is {torch.__version__}.")
+print("unreachable")
+"""
+
+
+def test_matrix_records_a_clean_stop_and_reports_a_release_it_cannot_install(
+    tmp_path,
+):
+    project = project_with_example(tmp_path, "too_new.py", BELOW_FLOOR, records=False)
+    versions = project / "versions"
+    versions.mkdir()
+    (versions / "matrix.toml").write_text(
+        (REPO / "versions" / "matrix.toml").read_text().split("[[releases]]")[0]
+        + '[[releases]]\ntorch = "0.0.1"\n\n'
+        + f'[[releases]]\ntorch = "{pinned_torch()}"\n'
+        + next(
+            f"with = {release['with']!r}\n".replace("'", '"')
+            for release in MATRIX["releases"]
+            if release["torch"] == pinned_torch()
+        )
+    )
+    process = run(
+        [sys.executable, "tools/matrix.py", "run", "--page", "too_new"],
+        cwd=project,
+        timeout=900,
+    )
+    output = process.stdout + process.stderr
+    assert "torch 0.0.1 could not be installed" in output, output[-3000:]
+    assert process.returncode != 0
+    record = version_records.json.loads(
+        (versions / "records" / "too_new.json").read_text()
+    )
+    assert list(record) == [pinned_torch()]
+    assert record[pinned_torch()]["result"] == "below-floor"
+    assert "needs PyTorch 99.0 or later" in record[pinned_torch()]["error"]
