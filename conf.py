@@ -27,6 +27,8 @@ extensions = [
     "tutorial_cards",
     "verified_stamp",
     "offline_pages",
+    # Notebooks that read as well as the pages (see _ext/notebooks.py).
+    "notebooks",
 ]
 
 # Only reST sources are read; everything below is either generated or not
@@ -60,11 +62,7 @@ sphinx_gallery_conf = {
         # page's verified stamp.
         "verified_stamp.record_execution",
     ),
-    "first_notebook_cell": (
-        "%matplotlib inline\n"
-        "# This notebook needs PyTorch, torchvision, Pillow, NumPy and Matplotlib:\n"
-        "# %pip install torch torchvision pillow numpy matplotlib"
-    ),
+    # _ext/notebooks.py writes every notebook again, with its own first cell.
     "download_all_examples": True,
     # Examples run in parallel worker processes, one per core unless
     # GALLERY_JOBS says otherwise; each page is independent of the others.
@@ -91,6 +89,9 @@ html_theme_options = {
 html_show_sourcelink = False
 html_context = {"default_mode": "auto"}
 html_favicon = "_static/favicon.svg"
+# Where the site is published, if it is: notebooks then link to the pages they
+# refer to (otherwise they name them). Pages are self-contained either way.
+html_baseurl = os.environ.get("SITE_URL", "")
 # Figures on a light panel in dark mode, phone layout fixes, the cards and
 # the verified stamp.
 html_css_files = ["custom.css"]

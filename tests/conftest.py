@@ -67,11 +67,11 @@ def run(cmd, *, cwd=REPO, timeout=1800, env=None):
     )
 
 
-def make(*targets, cwd=REPO, variables=(), timeout=3600):
+def make(*targets, cwd=REPO, variables=(), timeout=3600, env=None):
     """Run make in ``cwd`` with this interpreter's environment as the venv."""
     venv = Path(sys.prefix)
     cmd = ["make", *targets, f"VENV={venv}", *variables]
-    return run(cmd, cwd=cwd, timeout=timeout)
+    return run(cmd, cwd=cwd, timeout=timeout, env=env)
 
 
 def pinned_torch():

@@ -1,19 +1,162 @@
-"""Every downloadable notebook runs top to bottom in a fresh Jupyter kernel."""
+"""Every downloadable notebook reads well in Jupyter and runs top to bottom.
 
+The notebooks are read from the download links of the pages this session
+built, rendered to HTML with nbconvert the way Jupyter renders them, and run
+in a fresh kernel.
+"""
+
+import ast
 import re
+import sys
 
 import nbformat
 import pytest
-from conftest import EXAMPLES
+from bs4 import BeautifulSoup
+from conftest import EXAMPLES, REPO, example_source, make, project_with_example
 from nbclient import NotebookClient
+from nbconvert import HTMLExporter
+
+sys.path.insert(0, str(REPO / "_ext"))
+import tutorial_cards  # noqa: E402
+import version_records  # noqa: E402
+
+# reST that must never reach a Jupyter reader, as it would read it. The last
+# two may occur in code (C++'s ``::``), so they are looked for in prose only.
+REST_LEFTOVERS = {
+    "a directive": re.compile(r"^\s*\.\. [\w:-]+::", re.M),
+    "a role": re.compile(r":[\w:-]+:`"),
+    "an option line": re.compile(r"^\s*:[\w-]+:(\s|$)", re.M),
+    "octicon syntax": re.compile(r"octicon|mortar-board;"),
+    "a Sphinx-Gallery label": re.compile(r"sphx_glr_"),
+    "a reST link or target": re.compile(r"`_|`__|^\s*\.\. _", re.M),
+    "reST literal quotes": re.compile(r"``"),
+    "a literal-block marker": re.compile(r"::\s*$", re.M),
+}
+PROSE_ONLY = {"reST literal quotes", "a literal-block marker"}
+# The package that provides each module the notebooks may import.
+PROVIDERS = {
+    "torch": "torch",
+    "torchvision": "torchvision",
+    "PIL": "pillow",
+    "numpy": "numpy",
+    "matplotlib": "matplotlib",
+    "triton": "triton",
+    "packaging": "packaging",
+    "setuptools": "setuptools",
+    "expecttest": "expecttest",
+}
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_downloaded_notebook_executes_in_a_fresh_kernel(site, name, tmp_path):
+def notebook_of(site, name):
     html = site.page(name).read_text()
     (href,) = set(re.findall(rf'href="([^"]*_downloads/[^"]*/{name}\.ipynb)"', html))
     notebook = nbformat.read(site.page(name).parent / href, as_version=4)
     nbformat.validate(notebook)
+    return notebook
+
+
+def rendered_markdown(notebook):
+    """(prose, code) of each markdown cell as Jupyter shows it."""
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(notebook)
+    soup = BeautifulSoup(body, "html.parser")
+    cells = soup.select("div.jp-MarkdownCell div.jp-RenderedMarkdown")
+    assert cells, "nbconvert rendered no markdown cells"
+    rendered = []
+    for cell in cells:
+        code = "\n".join(element.get_text() for element in cell.select("code, pre"))
+        for element in cell.select("code, pre"):
+            element.decompose()
+        rendered.append((cell.get_text("\n"), code))
+    return rendered
+
+
+def rest_leftovers(notebook):
+    found = []
+    for prose, code in rendered_markdown(notebook):
+        for what, pattern in REST_LEFTOVERS.items():
+            texts = [prose] if what in PROSE_ONLY else [prose, code]
+            for text in texts:
+                for match in pattern.finditer(text):
+                    context = text[max(0, match.start() - 40) : match.end() + 40]
+                    found.append(f"{what}: ...{context.strip()!r}...")
+    return found
+
+
+def imported_packages(notebook):
+    packages = set()
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or cell.source.lstrip().startswith("%"):
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top not in sys.stdlib_module_names:
+                    packages.add(PROVIDERS[top])
+    return packages
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_first_cell_names_every_package_the_notebook_needs(site, name):
+    notebook = notebook_of(site, name)
+    first = notebook.cells[0]
+    assert first.cell_type == "code"
+    lines = [line.strip() for line in first.source.splitlines()]
+    assert "%matplotlib inline" in lines
+    install = [line for line in lines if re.match(r"#\s*%pip install\b", line)]
+    assert len(install) == 1, f"no commented %pip install line in:\n{first.source}"
+    named = set(install[0].split()[3:])
+    needed = imported_packages(notebook)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    if re.search(r"load_inline|CppExtension|cpp_extension", code):
+        needed |= {"ninja", "setuptools"}
+    assert needed <= named, f"the install line lacks {sorted(needed - named)}"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_first_markdown_cell_says_where_the_page_was_verified(site, name):
+    notebook = notebook_of(site, name)
+    intro = next(c for c in notebook.cells if c.cell_type == "markdown").source
+    versions = version_records.read(REPO, REPO / "advanced" / f"{name}.py")
+    assert versions.trusted, versions.problems
+    assert f"ran to the end on PyTorch {', '.join(versions.passed)}" in intro
+    assert f"PyTorch {versions.floor} or later" in intro
+    title = tutorial_cards.read_script(REPO / "advanced" / f"{name}.py")["title"]
+    assert intro.startswith(f"# {title}\n")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_rendered_notebook_shows_no_rest(site, name):
+    found = rest_leftovers(notebook_of(site, name))
+    assert not found, "\n".join(found[:20])
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_cross_references_show_the_titles_of_real_pages(site, name):
+    source = (REPO / "advanced" / f"{name}.py").read_text()
+    labels = set(
+        re.findall(r":ref:`(?:[^`<]*<)?(sphx_glr_tutorials_(\w+)\.py)>?`", source)
+    )
+    prose = "\n".join(
+        c.source for c in notebook_of(site, name).cells if c.cell_type == "markdown"
+    )
+    for _, target in labels:
+        page = REPO / "advanced" / f"{target}.py"
+        assert page.is_file(), (
+            f"{name} refers to a page the site does not have: {target}"
+        )
+        title = tutorial_cards.read_script(page)["title"]
+        assert f"*{title}*" in prose or f"[{title}](" in prose, title
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_downloaded_notebook_executes_in_a_fresh_kernel(site, name, tmp_path):
+    notebook = notebook_of(site, name)
     client = NotebookClient(
         notebook,
         kernel_name="python3",
@@ -26,3 +169,27 @@ def test_downloaded_notebook_executes_in_a_fresh_kernel(site, name, tmp_path):
     assert any(o.output_type == "stream" for o in outputs), (
         "the notebook printed nothing"
     )
+
+
+LINKED = example_source(
+    "A Linked Page",
+    "print(1)\n\n# %%\n# This page links to :ref:`sphx_glr_tutorials_linked.py`.\n\n"
+    "print(2)",
+)
+
+
+def test_cross_references_become_links_when_the_site_address_is_known(tmp_path):
+    project = project_with_example(tmp_path, "linked.py", LINKED)
+    address = "https://tutorials.example.org/custom-ops/"
+    process = make(
+        "html",
+        cwd=project,
+        variables=["SPHINXOPTS=-W -D plot_gallery=0"],
+        env={"SITE_URL": address},
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    notebook = nbformat.read(project / "tutorials" / "linked.ipynb", as_version=4)
+    prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    link = f"[A Linked Page]({address}tutorials/linked.html)"
+    assert link in prose, prose
+    assert (project / "_build" / "html" / "tutorials" / "linked.html").is_file()

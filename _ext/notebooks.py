@@ -1,0 +1,267 @@
+"""Write each tutorial's downloadable notebook so that it reads well in Jupyter.
+
+Sphinx-Gallery writes a notebook per example with its prose converted by a
+handful of regular expressions, which leaves our cards, checklists, roles and
+tables in the notebook as reST. Right after it has generated the gallery
+(``builder-inited``), this extension writes every ``tutorials/<name>.ipynb``
+again from the script, with the same cells (Sphinx-Gallery's own split of the
+script into text and code blocks) and:
+
+* prose converted by ``notebook_markdown`` (docutils parses it, so every
+  construct a page uses has a Markdown form or fails the build by name);
+* a first code cell that sets up Matplotlib and names, in a commented-out
+  ``%pip install`` line, every package the notebook imports (with ninja for
+  the pages that compile C++);
+* a line under the title saying which PyTorch releases and devices the page
+  was verified on, from the same records as the page's stamp, and the
+  Prerequisites card's floor as measured.
+
+The gallery's "download all" zip files are then made again, so that they hold
+these notebooks.
+"""
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+import notebook_markdown
+import tutorial_cards
+import verified_stamp
+import version_records
+from sphinx.util import logging
+from sphinx_gallery import py_source_parser
+from sphinx_gallery.downloads import generate_zipfiles
+
+logger = logging.getLogger(__name__)
+
+# Python modules the pages import, and the package that provides each.
+PACKAGES = {
+    "torch": "torch",
+    "torchvision": "torchvision",
+    "PIL": "pillow",
+    "numpy": "numpy",
+    "matplotlib": "matplotlib",
+    "triton": "triton",
+    "expecttest": "expecttest",
+    "setuptools": "setuptools",
+    "packaging": "packaging",
+}
+# Packages a page needs without importing them: compiling C++ extensions needs
+# ninja (load_inline) and setuptools (cpp_extension).
+NEEDED_BY = {
+    "ninja": re.compile(r"\bcpp_extension\b|\bload_inline\b"),
+    "setuptools": re.compile(r"\bcpp_extension\b|\bsetup\.py\b"),
+}
+
+
+def packages_for(source_text):
+    """The pip packages a script needs, in a stable order."""
+    needed = {"torch"}
+    for node in ast.walk(ast.parse(source_text)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        else:
+            continue
+        for module in modules:
+            top = module.split(".")[0]
+            if top in sys.stdlib_module_names:
+                continue
+            if top not in PACKAGES:
+                raise notebook_markdown.UnsupportedMarkup(
+                    f"it imports {top}, which notebooks.PACKAGES does not name"
+                )
+            needed.add(PACKAGES[top])
+    for package, pattern in NEEDED_BY.items():
+        if pattern.search(source_text):
+            needed.add(package)
+    order = ["torch", "torchvision", "pillow", "numpy", "matplotlib"]
+    return sorted(needed, key=lambda p: (order.index(p) if p in order else 99, p))
+
+
+def first_cell(packages):
+    return (
+        "%matplotlib inline\n"
+        "# This notebook needs these packages; uncomment the line to install them:\n"
+        f"# %pip install {' '.join(packages)}"
+    )
+
+
+def page_titles(app):
+    """Cross-reference label -> title, for every tutorial and reST document."""
+    titles = {}
+    for docname, (source, _) in verified_stamp._examples(app).items():
+        title = tutorial_cards.read_script(source)["title"]
+        label = "sphx_glr_" + docname.replace("/", "_") + ".py"
+        titles[label] = (docname, title)
+    for rst in Path(app.srcdir).glob("*.rst"):
+        lines = rst.read_text(encoding="utf-8").splitlines()
+        for line, under in zip(lines, lines[1:], strict=False):
+            if line.strip() and re.fullmatch(r"([=\-~])\1+", under.strip()):
+                titles[rst.stem] = (rst.stem, line.strip())
+                break
+    return titles
+
+
+def resolver(titles, baseurl):
+    def resolve(role, target, text):
+        key = target if role == "doc" else target.lower()
+        if key not in titles:
+            raise notebook_markdown.UnsupportedMarkup(
+                f":{role}:`{target}` names no page of the site"
+            )
+        docname, title = titles[key]
+        shown = notebook_markdown.MarkdownWriter.inline_text(text or title)
+        if baseurl:
+            return f"[{shown}]({baseurl.rstrip('/')}/{docname}.html)"
+        return f"*{shown}*"
+
+    return resolve
+
+
+def verified_line(versions, record):
+    parts = []
+    if versions.trusted:
+        devices = version_records.describe_devices(versions.devices)
+        parts.append(
+            f"this notebook's code ran to the end on PyTorch "
+            f"{', '.join(versions.passed)} ({devices})"
+        )
+    if record is not None:
+        parts.append(
+            f"the outputs on the site came from PyTorch {record['torch']} on "
+            f"{' and '.join(record['devices'])}, {record['ran_at'][:10]}"
+        )
+    if not parts:
+        return None
+    return "> **Verified:** " + "; ".join(parts) + "."
+
+
+def notebook_for(source, blocks, markdown_of, packages, verified, versions):
+    """The notebook of one script as a dict (nbformat 4)."""
+    cells = [_code(first_cell(packages))]
+    for index, (label, content, _) in enumerate(blocks):
+        if label == "code":
+            cells.append(_code(content))
+            continue
+        markdown = markdown_of(content)
+        if index == 0:
+            markdown = _with_verified_floor(markdown, verified, versions)
+        cells.append(
+            {"cell_type": "markdown", "metadata": {}, "source": markdown.rstrip()}
+        )
+    for index, cell in enumerate(cells):
+        cell["id"] = f"cell-{index:03d}"
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {
+                "display_name": "Python 3",
+                "language": "python",
+                "name": "python3",
+            },
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def _with_verified_floor(markdown, verified, versions):
+    lines = markdown.splitlines()
+    if verified:
+        title = next((i for i, line in enumerate(lines) if line.startswith("#")), -1)
+        lines[title + 1 : title + 1] = ["", verified]
+    markdown = "\n".join(lines)
+    if versions.trusted:
+        markdown = version_records.STATED_FLOOR.sub(
+            lambda m: m.group(0).replace(
+                f"PyTorch {m.group(1)} or later",
+                f"PyTorch {versions.floor} or later (verified on "
+                f"{versions.passed[0]} to {versions.passed[-1]})",
+            ),
+            markdown,
+        )
+    return markdown
+
+
+def _code(source):
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": source.strip(),
+    }
+
+
+def script_blocks(source, gallery_conf):
+    """The script's blocks as Sphinx-Gallery cuts them for its own notebook."""
+    _, blocks = py_source_parser.split_code_and_text_blocks(source)
+    cleaned = []
+    for label, content, line in blocks:
+        if label == "code":
+            content = py_source_parser.remove_ignore_blocks(content)
+            if gallery_conf.get("remove_config_comments"):
+                content = py_source_parser.remove_config_comments(content)
+        cleaned.append((label, content, line))
+    return cleaned
+
+
+def build(app, source, folder, translate=None):
+    """The notebook of ``source`` as a dict; ``translate`` maps prose blocks."""
+    gallery_conf = app.config.sphinx_gallery_conf
+    text = Path(source).read_text(encoding="utf-8")
+    versions = version_records.read(app.srcdir, source)
+    record, _ = verified_stamp._check_record(Path(source), folder)
+    levels = {}
+    resolve = resolver(page_titles(app), app.config.html_baseurl)
+
+    def markdown_of(content):
+        if translate is not None:
+            content = translate(content)
+        return notebook_markdown.to_markdown(content, levels, resolve)
+
+    return notebook_for(
+        source,
+        script_blocks(source, gallery_conf),
+        markdown_of,
+        packages_for(text),
+        verified_line(versions, record),
+        versions,
+    )
+
+
+def write_notebooks(app):
+    gallery_conf = app.config.sphinx_gallery_conf
+    written_galleries = set()
+    for docname, (source, folder) in verified_stamp._examples(app).items():
+        try:
+            notebook = build(app, source, folder)
+        except notebook_markdown.UnsupportedMarkup as error:
+            logger.warning(
+                "%s: the notebook cannot be written: %s",
+                source.name,
+                error,
+                location=docname,
+                type="notebooks",
+            )
+            continue
+        path = folder / f"{source.stem}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        content = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+        if not path.is_file() or path.read_text(encoding="utf-8") != content:
+            path.write_text(content, encoding="utf-8")
+        written_galleries.add(folder)
+    if gallery_conf.get("download_all_examples"):
+        for folder in sorted(written_galleries):
+            generate_zipfiles(folder, app.srcdir, gallery_conf)
+
+
+def setup(app):
+    # After Sphinx-Gallery generated the gallery (builder-inited, priority 500).
+    app.connect("builder-inited", write_notebooks, priority=600)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
