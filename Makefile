@@ -33,16 +33,40 @@ BUILDDIR ?= _build
 # Build only the pages whose path matches this regex: GALLERY_PATTERN=crop make html
 export GALLERY_PATTERN
 
-.PHONY: html html-noplot test lint format clean venv bench matrix matrix-table
+# The Chinese edition, built from the same tree right after the English one
+# without running anything: a no-plot build keeps the outputs of every page
+# whose source did not change since it last ran.
+TRANSLATIONS := zh_CN
+TRANSLATED = $(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 \
+	-D language=$(1) . $(BUILDDIR)/html/$(1)
+
+.PHONY: html html-noplot test lint format clean venv bench matrix matrix-table catalogs
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
+	$(foreach language,$(TRANSLATIONS),$(call TRANSLATED,$(language)) &&) true
 
 html-noplot: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 . $(BUILDDIR)/html
+	$(foreach language,$(TRANSLATIONS),$(call TRANSLATED,$(language)) &&) true
 
-test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+# After editing English prose: bring the catalogs in locale/ up to date, then
+# translate what is new or fuzzy.
+catalogs: venv
+	$(BIN)/python tools/catalogs.py update
+
+# axe-core, from the npm registry, for the accessibility audit of the browser
+# tests; kept beside the virtual environment.
+AXE_VERSION := 4.14.1
+AXE_DIR := $(CACHE_HOME)/pytorch-custom-ops-site/npm/axe-core-$(AXE_VERSION)
+AXE := $(AXE_DIR)/node_modules/axe-core/axe.min.js
+
+$(AXE):
+	@command -v npm >/dev/null || { echo "error: npm is needed to install axe-core for the accessibility tests" >&2; exit 2; }
+	npm install --silent --no-audit --no-fund --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
+
+test: lint $(AXE)
+	AXE_CORE=$(AXE) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Every page under every release of versions/matrix.toml, records in
 # versions/records/. Narrow it with PAGES="a b" and RELEASES="2.7.1 2.15.0".
@@ -60,7 +84,7 @@ bench: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/sphinx-lint index.rst start_here.rst advanced/
+	$(BIN)/sphinx-lint index.rst start_here.rst advanced/ locale/
 
 format: venv
 	$(BIN)/ruff format .

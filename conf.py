@@ -29,7 +29,22 @@ extensions = [
     "offline_pages",
     # Notebooks that read as well as the pages (see _ext/notebooks.py).
     "notebooks",
+    # The Chinese edition: links between editions, Chinese search, translated
+    # downloads (see _ext/editions.py).
+    "editions",
 ]
+
+# -- Editions -----------------------------------------------------------------
+
+# The site is written in English; `make html` also builds the 简体中文 edition
+# (-D language=zh_CN) from the catalogs in locale/, one catalog per page.
+language = "en"
+locale_dirs = ["locale/"]
+gettext_compact = False
+# Source locations point into the generated gallery and change with every
+# edit; message order is kept stable without them.
+gettext_location = False
+gettext_uuid = False
 
 # Only reST sources are read; everything below is either generated or not
 # documentation at all.
@@ -39,6 +54,8 @@ exclude_patterns = [
     "tests",
     ".ci",
     "README.md",
+    "locale",
+    "_templates",
     "**/.ipynb_checkpoints",
 ]
 
@@ -81,8 +98,10 @@ sphinx_gallery_conf = {
 html_theme = "pydata_sphinx_theme"
 html_title = "PyTorch Custom Operators"
 html_static_path = ["_static"]
+templates_path = ["_templates"]
 html_theme_options = {
     "navbar_align": "left",
+    "navbar_end": ["edition-switcher", "theme-switcher", "navbar-icon-links"],
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }

@@ -30,11 +30,13 @@ import notebook_markdown
 import tutorial_cards
 import verified_stamp
 import version_records
+from sphinx.locale import get_translation
 from sphinx.util import logging
 from sphinx_gallery import py_source_parser
 from sphinx_gallery.downloads import generate_zipfiles
 
 logger = logging.getLogger(__name__)
+_ = get_translation("site")
 
 # Python modules the pages import, and the package that provides each.
 PACKAGES = {
@@ -84,24 +86,34 @@ def packages_for(source_text):
 
 def first_cell(packages):
     return (
-        "%matplotlib inline\n"
-        "# This notebook needs these packages; uncomment the line to install them:\n"
-        f"# %pip install {' '.join(packages)}"
+        "%matplotlib inline\n# "
+        + _("This notebook needs these packages; uncomment the line to install them:")
+        + f"\n# %pip install {' '.join(packages)}"
     )
 
 
 def page_titles(app):
-    """Cross-reference label -> title, for every tutorial and reST document."""
+    """Cross-reference label -> (docname, title in the build's language)."""
+    import translated_downloads
+
+    def translated(docname, title):
+        if not app.config.language or app.config.language == "en":
+            return title
+        messages = translated_downloads.catalog(
+            app.srcdir, app.config.language, docname
+        )
+        return messages.get(title, title)
+
     titles = {}
-    for docname, (source, _) in verified_stamp._examples(app).items():
+    for docname, (source, _folder) in verified_stamp._examples(app).items():
         title = tutorial_cards.read_script(source)["title"]
         label = "sphx_glr_" + docname.replace("/", "_") + ".py"
-        titles[label] = (docname, title)
+        titles[label] = (docname, translated(docname, title))
     for rst in Path(app.srcdir).glob("*.rst"):
         lines = rst.read_text(encoding="utf-8").splitlines()
         for line, under in zip(lines, lines[1:], strict=False):
             if line.strip() and re.fullmatch(r"([=\-~])\1+", under.strip()):
-                titles[rst.stem] = (rst.stem, line.strip())
+                titles[rst.stem] = (rst.stem, translated(rst.stem, line.strip()))
                 break
     return titles
 
@@ -125,19 +137,27 @@ def resolver(titles, baseurl):
 def verified_line(versions, record):
     parts = []
     if versions.trusted:
-        devices = version_records.describe_devices(versions.devices)
         parts.append(
-            f"this notebook's code ran to the end on PyTorch "
-            f"{', '.join(versions.passed)} ({devices})"
+            _(
+                "this notebook's code ran to the end on PyTorch {releases} ({devices})"
+            ).format(
+                releases=", ".join(versions.passed),
+                devices=version_records.describe_devices(versions.devices),
+            )
         )
     if record is not None:
         parts.append(
-            f"the outputs on the site came from PyTorch {record['torch']} on "
-            f"{' and '.join(record['devices'])}, {record['ran_at'][:10]}"
+            _(
+                "the outputs on the site came from PyTorch {torch} on {devices}, {day}"
+            ).format(
+                torch=record["torch"],
+                devices=_(" and ").join(record["devices"]),
+                day=record["ran_at"][:10],
+            )
         )
     if not parts:
         return None
-    return "> **Verified:** " + "; ".join(parts) + "."
+    return "> **" + _("Verified:") + "** " + _("; ").join(parts) + "."
 
 
 def notebook_for(source, blocks, markdown_of, packages, verified, versions):
@@ -177,13 +197,8 @@ def _with_verified_floor(markdown, verified, versions):
         lines[title + 1 : title + 1] = ["", verified]
     markdown = "\n".join(lines)
     if versions.trusted:
-        markdown = version_records.STATED_FLOOR.sub(
-            lambda m: m.group(0).replace(
-                f"PyTorch {m.group(1)} or later",
-                f"PyTorch {versions.floor} or later (verified on "
-                f"{versions.passed[0]} to {versions.passed[-1]})",
-            ),
-            markdown,
+        markdown = verified_stamp.stated_floor_pattern().sub(
+            lambda match: verified_stamp.measured_floor(versions), markdown, count=1
         )
     return markdown
 
@@ -211,23 +226,25 @@ def script_blocks(source, gallery_conf):
     return cleaned
 
 
-def build(app, source, folder, translate=None):
-    """The notebook of ``source`` as a dict; ``translate`` maps prose blocks."""
+def build(app, source, folder, text_source=None, translations=None):
+    """The notebook of the example ``source`` as a dict.
+
+    Its cells come from ``text_source`` when given (the script with its prose
+    translated), its records and packages from ``source`` itself.
+    """
     gallery_conf = app.config.sphinx_gallery_conf
     text = Path(source).read_text(encoding="utf-8")
     versions = version_records.read(app.srcdir, source)
-    record, _ = verified_stamp._check_record(Path(source), folder)
+    record, _problem = verified_stamp._check_record(Path(source), folder)
     levels = {}
     resolve = resolver(page_titles(app), app.config.html_baseurl)
 
     def markdown_of(content):
-        if translate is not None:
-            content = translate(content)
         return notebook_markdown.to_markdown(content, levels, resolve)
 
     return notebook_for(
         source,
-        script_blocks(source, gallery_conf),
+        script_blocks(text_source or source, gallery_conf),
         markdown_of,
         packages_for(text),
         verified_line(versions, record),
@@ -235,7 +252,13 @@ def build(app, source, folder, translate=None):
     )
 
 
+def dumps(notebook):
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+
+
 def write_notebooks(app):
+    if app.config.language and app.config.language != "en":
+        return  # a translated edition's notebooks: translated_downloads
     gallery_conf = app.config.sphinx_gallery_conf
     written_galleries = set()
     for docname, (source, folder) in verified_stamp._examples(app).items():
@@ -252,7 +275,7 @@ def write_notebooks(app):
             continue
         path = folder / f"{source.stem}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
-        content = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+        content = dumps(notebook)
         if not path.is_file() or path.read_text(encoding="utf-8") != content:
             path.write_text(content, encoding="utf-8")
         written_galleries.add(folder)

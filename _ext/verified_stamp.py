@@ -37,9 +37,13 @@ from pathlib import Path
 
 import version_records
 from docutils import nodes
+from sphinx.locale import get_translation
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
+# Our strings, translated for the other editions from the "site" catalog
+# (see editions.py).
+_ = get_translation("site")
 
 RECORD_SUFFIX = ".verified.json"
 
@@ -182,40 +186,56 @@ def force_run_of_unrecorded(app):
 
 def _stamp(record, versions):
     ran_at = datetime.datetime.fromisoformat(record["ran_at"])
-    devices = " and ".join(record["devices"])
+    devices = _(" and ").join(record["devices"])
     if len(record["devices"]) == 1:
-        devices += " (no CUDA device)"
+        devices += _(" (no CUDA device)")
     paragraph = nodes.paragraph()
-    paragraph += nodes.strong(text="Verified: ")
+    paragraph += nodes.strong(text=_("Verified: "))
     if versions.trusted:
-        releases = ", ".join(versions.passed)
-        where = version_records.describe_devices(versions.devices)
         paragraph += nodes.Text(
-            f"this page ran to the end on PyTorch {releases} ({where}). "
+            _("this page ran to the end on PyTorch {releases} ({devices}). ").format(
+                releases=", ".join(versions.passed),
+                devices=version_records.describe_devices(versions.devices),
+            )
         )
     paragraph += nodes.Text(
-        "Every output on it came from running it with "
-        f"PyTorch {record['torch']} on {devices}, "
-        f"{ran_at:%Y-%m-%d %H:%M} UTC."
+        _(
+            "Every output on it came from running it with PyTorch {torch} on "
+            "{devices}, {time} UTC."
+        ).format(
+            torch=record["torch"], devices=devices, time=f"{ran_at:%Y-%m-%d %H:%M}"
+        )
     )
     return paragraph
 
 
+def stated_floor_pattern():
+    """The Prerequisites bullet "PyTorch X.Y or later", in the page's language."""
+    stated = re.escape(_("PyTorch {version} or later"))
+    return re.compile(stated.replace(re.escape("{version}"), r"(\d+\.\d+)"))
+
+
+def measured_floor(versions):
+    return _("PyTorch {version} or later (verified on {first} to {last})").format(
+        version=versions.floor, first=versions.passed[0], last=versions.passed[-1]
+    )
+
+
 def _rewrite_prerequisite(doctree, versions):
-    """Put the measured floor into the Prerequisites card's PyTorch bullet."""
+    """Put the measured floor into the Prerequisites card's PyTorch bullet.
+
+    The bullet reads "PyTorch X.Y or later" in the page's language; it becomes
+    the floor and the range of releases the records measured.
+    """
+    if not versions.trusted:
+        return True
+    stated = stated_floor_pattern()
     for item in doctree.findall(nodes.list_item):
-        text = item.astext()
-        match = version_records.STATED_FLOOR.match("* " + text)
-        if not match or not versions.trusted:
-            continue
         for node in item.findall(nodes.Text):
-            if node.astext().startswith(f"PyTorch {match.group(1)} or later"):
-                rest = node.astext()[len(f"PyTorch {match.group(1)} or later") :]
-                measured = nodes.Text(
-                    f"PyTorch {versions.floor} or later (verified on "
-                    f"{versions.passed[0]} to {versions.passed[-1]})" + rest
-                )
-                node.parent.replace(node, measured)
+            match = stated.match(node.astext())
+            if match:
+                text = measured_floor(versions) + node.astext()[match.end() :]
+                node.parent.replace(node, nodes.Text(text))
                 return True
     return False
 
@@ -242,7 +262,14 @@ def add_stamp(app, doctree):
             location=docname,
             type="version_records",
         )
-    _rewrite_prerequisite(doctree, versions)
+    if not _rewrite_prerequisite(doctree, versions):
+        logger.warning(
+            "%s: its Prerequisites card has no bullet that reads %r",
+            source.name,
+            _("PyTorch {version} or later"),
+            location=docname,
+            type="version_records",
+        )
     stamp = nodes.container(classes=["verified-stamp"])
     if record is None:
         executing = app.config.sphinx_gallery_conf.get("plot_gallery")
@@ -255,8 +282,10 @@ def add_stamp(app, doctree):
         )
         stamp["classes"].append("verified-stamp-missing")
         stamp += nodes.paragraph(
-            text=f"Not verified: {problem}. Build the site with the examples "
-            "enabled to run this page."
+            text=_(
+                "Not verified: {problem}. Build the site with the examples "
+                "enabled to run this page."
+            ).format(problem=problem)
         )
     else:
         stamp += _stamp(record, versions)

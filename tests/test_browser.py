@@ -55,6 +55,7 @@ PHONE = {"width": 390, "height": 844}
 MINIMUM_CONTRAST = 4.5
 MINIMUM_CONTRAST_LARGE = 3.0
 TUTORIALS = [f"{GALLERY_DIR}/{name}.html" for name in EXAMPLES]
+CHINESE = "zh_CN"
 
 
 def missing(reason):
@@ -104,6 +105,8 @@ def browser():
     executable = find_chromium()
     if executable is None:
         missing("no Chromium found at /usr/bin/chromium or on PATH")
+    if not AXE_CORE or not Path(AXE_CORE).is_file():
+        missing("axe-core is not installed (AXE_CORE); run the tests with `make test`")
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=executable, args=CHROMIUM_ARGS
@@ -124,6 +127,10 @@ IMAGES_JS = """async () => Promise.all([...document.images].map(async (img) => {
 # Runs in the page: links, code blocks and copy buttons.
 LINKS_JS = """() => ({
     links: [...document.querySelectorAll("a[href]")].map((a) => a.href),
+    editions: [...document.querySelectorAll(".edition-switcher a.edition-link")]
+        .map((a) => ({href: a.href, lang: a.getAttribute("hreflang")})),
+    alternates: [...document.querySelectorAll("link[rel=alternate][hreflang]")]
+        .map((link) => ({href: link.href, lang: link.getAttribute("hreflang")})),
     codeBlocks: document.querySelectorAll("div.highlight pre").length,
     copyButtons: document.querySelectorAll("div.highlight button.copybtn").length,
     theme: document.documentElement.dataset.theme,
@@ -300,6 +307,7 @@ class Visit:
     links: dict = field(default_factory=dict)
     overflow: dict = field(default_factory=dict)
     contrast: dict = field(default_factory=dict)
+    accessibility: list = field(default_factory=list)
     stamp: dict | None = None
 
 
@@ -318,6 +326,27 @@ def site_pages(html_dir):
         for p in html_dir.rglob("*.html")
         if not NOT_PAGES & set(p.relative_to(html_dir).parts)
     )
+
+
+# axe-core (installed by `make test`), the WCAG 2.1 A and AA rules, and the
+# rule that the theme's search button broke (experimental in axe, so named).
+AXE_CORE = os.environ.get("AXE_CORE", "")
+AXE_JS = """async () => {
+    const result = await axe.run(document, {
+        runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
+        rules: {"label-content-name-mismatch": {enabled: true}},
+    });
+    return result.violations.map((v) => ({
+        id: v.id, impact: v.impact, help: v.help,
+        targets: v.nodes.slice(0, 3).map((n) => n.target.join(" ")),
+        count: v.nodes.length,
+    }));
+}"""
+
+
+def audit_accessibility(page):
+    page.add_script_tag(path=AXE_CORE)
+    return page.evaluate(AXE_JS)
 
 
 # How long each page is watched after it loaded. Its timers are fast-forwarded
@@ -372,6 +401,7 @@ def visit(context, base, page_path, width_name, mode, shots):
         result.overflow = page.evaluate(OVERFLOW_JS)
     if width_name == "desktop":
         result.contrast = page.evaluate(CONTRAST_JS)
+        result.accessibility = audit_accessibility(page)
     if mode == "light" or width_name == "desktop":
         name = page_path.removesuffix(".html").replace("/", "--")
         shot = shots / f"{width_name}-{mode}" / f"{name}.jpg"
@@ -626,3 +656,51 @@ def test_site_has_a_favicon(site):
     icons = re.findall(r'<link rel="icon" href="([^"]+)"', html)
     assert icons and icons[0].endswith(".svg"), icons
     assert (site.html / icons[0]).is_file()
+
+
+def test_no_serious_accessibility_violations_in_either_mode(survey):
+    serious = [
+        f"{page} ({mode}): {violation['id']} ({violation['impact']}) x"
+        f"{violation['count']}: {violation['help']} {violation['targets']}"
+        for (page, width, mode), visit in survey.visits.items()
+        if width == "desktop"
+        for violation in visit.accessibility
+        if violation["impact"] in ("serious", "critical")
+    ]
+    audited = [v for (p, w, m), v in survey.visits.items() if w == "desktop"]
+    assert audited and all(isinstance(v.accessibility, list) for v in audited)
+    assert not serious, "\n".join(serious[:40])
+
+
+def test_every_page_links_to_itself_in_the_other_edition(survey):
+    problems = []
+    for page, visit in each(survey):
+        chinese = page.startswith(f"{CHINESE}/")
+        counterpart = (
+            page.removeprefix(f"{CHINESE}/") if chinese else f"{CHINESE}/{page}"
+        )
+        expected = survey.base + counterpart
+        links = [link["href"] for link in visit.links["editions"]]
+        alternates = {link["lang"]: link["href"] for link in visit.links["alternates"]}
+        if links != [expected]:
+            problems.append(f"{page}: switcher links {links}, expected {expected}")
+        if alternates.get("zh-Hans" if not chinese else "en") != expected:
+            problems.append(f"{page}: hreflang alternates {alternates}")
+        if counterpart not in survey.pages:
+            problems.append(f"{page}: no page {counterpart} in the other edition")
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_chinese_search_finds_the_pages_about_custom_operators(survey, browser):
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(survey.base + f"{CHINESE}/search.html?q=自定义算子", wait_until="load")
+    results = page.locator("#search-results ul.search li a")
+    results.first.wait_for(timeout=30_000)
+    hrefs = results.evaluate_all("(links) => links.map((a) => a.href)")
+    context.close()
+    assert not errors, errors
+    assert any(f"/{CHINESE}/{GALLERY_DIR}/" in href for href in hrefs), hrefs

@@ -1,0 +1,217 @@
+"""Two editions from one run: English at the root, 简体中文 under ``zh_CN/``.
+
+``make html`` runs the examples once, in the English build, and then builds
+the Chinese edition from the same tree with ``-D language=zh_CN -D
+plot_gallery=0``: the prose comes from the gettext catalogs in ``locale/``,
+the code, printed output and figures are those of the English run. This
+extension does what that takes beyond Sphinx's own translation:
+
+* every page links to the same page in the other edition (the navbar's
+  "English | 简体中文" and ``<link rel="alternate" hreflang>``), with
+  relative links that work from ``file://``;
+* our extensions' own strings (the stamp, the card footers, the floor) come
+  from the catalog ``_ext/locale/<language>/LC_MESSAGES/site.po``;
+* each translated page says in one line where its code and output come from;
+* the ``.py`` and ``.ipynb`` downloads of a translated page carry the
+  translated prose around code identical to the English script's
+  (``translated_downloads``);
+* Chinese search works: Sphinx 9.0.4's Chinese ``language_data.js`` names a
+  ``ChineseStemmer`` that does not exist (sphinx issue 14229, fixed in 9.1),
+  and the browser never splits a Chinese query into words; ``SearchChinese``
+  below fixes both.
+"""
+
+import logging
+import posixpath
+import re
+from pathlib import Path
+
+import translated_downloads
+from docutils import nodes
+from sphinx.locale import get_translation
+from sphinx.search.zh import SearchChinese
+from sphinx.util import logging as sphinx_logging
+
+logger = sphinx_logging.getLogger(__name__)
+CATALOG = "site"
+_ = get_translation(CATALOG)
+
+SOURCE_LANGUAGE = "en"
+# language -> (name shown in the switcher, folder under the site's root,
+# BCP 47 tag for hreflang)
+EDITIONS = {
+    "en": ("English", "", "en"),
+    "zh_CN": ("简体中文", "zh_CN/", "zh-Hans"),
+}
+HERE = Path(__file__).parent
+
+
+def language_of(app):
+    return app.config.language or SOURCE_LANGUAGE
+
+
+def is_translation(app):
+    return language_of(app) != SOURCE_LANGUAGE
+
+
+# -- Chinese search -----------------------------------------------------------
+
+# Splits a query the way the index was split: runs of Han characters are cut
+# into the longest words the search index knows (forward maximum matching),
+# everything else at non-word characters as Sphinx does by default.
+SPLIT_QUERY_JS = r"""
+var splitQuery = (query) => {
+  const index = (typeof Search !== "undefined" && Search._index) || {};
+  const known = (word) =>
+    (index.terms && word in index.terms) ||
+    (index.titleterms && word in index.titleterms);
+  const words = [];
+  for (const part of query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)) {
+    for (const run of part.match(/\p{Script=Han}+|[^\p{Script=Han}]+/gu) || []) {
+      if (!/\p{Script=Han}/u.test(run)) {
+        words.push(run);
+        continue;
+      }
+      let start = 0;
+      while (start < run.length) {
+        let end = Math.min(run.length, start + 8);
+        while (end > start + 1 && !known(run.slice(start, end))) end--;
+        const word = run.slice(start, end);
+        if (word.length > 1 || known(word)) words.push(word);
+        start = end;
+      }
+    }
+  }
+  return words;
+};
+"""
+
+
+class SearchChineseFixed(SearchChinese):
+    """Chinese search whose JavaScript side works with Sphinx 9.0.4."""
+
+    def __init__(self, options):
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)  # its dictionary's loading is no news
+        super().__init__(options)
+
+    # Latin words are stemmed with the English stemmer; Sphinx 9.0.4 derives
+    # the stemmer's JavaScript class name from language_name, so it must name
+    # the class english-stemmer.js defines.
+    language_name = "English"
+    js_splitter_code = SPLIT_QUERY_JS
+
+
+# -- Links between the editions -----------------------------------------------
+
+
+def edition_links(app, pagename):
+    """[(name, relative href, hreflang, is current)] for one page."""
+    here = EDITIONS[language_of(app)][1] + pagename + ".html"
+    links = []
+    for language, (name, folder, tag) in EDITIONS.items():
+        target = folder + pagename + ".html"
+        href = posixpath.relpath(target, posixpath.dirname(here) or ".")
+        links.append((name, href, tag, language == language_of(app)))
+    return links
+
+
+def add_edition_links(app, pagename, templatename, context, doctree):
+    if language_of(app) not in EDITIONS:
+        return
+    links = edition_links(app, pagename)
+    context["edition_links"] = links
+    context["edition_label"] = _("Language")
+    alternates = "".join(
+        f'<link rel="alternate" hreflang="{tag}" href="{href}" />\n'
+        for _, href, tag, _ in links
+    )
+    context["metatags"] = context.get("metatags", "") + alternates
+
+
+# -- What a translated page says about itself --------------------------------
+
+
+def note_translated_output(app, doctree):
+    """Under the stamp of a translated tutorial: where its output comes from."""
+    if not is_translation(app):
+        return
+    for stamp in doctree.findall(nodes.container):
+        if "verified-stamp" in stamp["classes"]:
+            stamp += nodes.paragraph(
+                text=_(
+                    "This page is a translation: its code, printed output and "
+                    "figures are those of the verified English run."
+                ),
+                classes=["translation-note"],
+            )
+            break
+
+
+RUNNING_TIME = re.compile(
+    r"^Total running time of the script: \((\d+) minutes ([\d.]+) seconds\)$"
+)
+
+
+def translate_running_time(app, doctree):
+    """Sphinx-Gallery's per-run "Total running time" line, in the page's language.
+
+    Its text changes with every run, so it is kept out of the catalogs.
+    """
+    if not is_translation(app):
+        return
+    for paragraph in list(doctree.findall(nodes.paragraph)):
+        match = RUNNING_TIME.match(paragraph.astext())
+        if not match:
+            continue
+        replacement = nodes.paragraph(classes=paragraph["classes"])
+        replacement += nodes.strong(text=_("Total running time of the script:"))
+        replacement += nodes.Text(
+            " "
+            + _("({minutes} minutes {seconds} seconds)").format(
+                minutes=match.group(1), seconds=match.group(2)
+            )
+        )
+        paragraph.replace_self(replacement)
+
+
+def register_catalog(app, config):
+    """Compile our strings' catalogs if needed, hand them to Sphinx, and name
+    the site in the edition's language."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    for po in (HERE / "locale").glob(f"*/LC_MESSAGES/{CATALOG}.po"):
+        mo = po.with_suffix(".mo")
+        if not mo.is_file() or mo.stat().st_mtime < po.stat().st_mtime:
+            with po.open("rb") as source:
+                catalog = read_po(source)
+            with mo.open("wb") as target:
+                write_mo(target, catalog)
+    app.add_message_catalog(CATALOG, str(HERE / "locale"))
+    if is_translation(app) and config.html_title == "PyTorch Custom Operators":
+        config.html_title = str(_("PyTorch Custom Operators"))
+
+
+def make_translated_downloads(app):
+    if is_translation(app):
+        translated_downloads.make_downloads(app)
+
+
+def point_translated_downloads(app, doctree):
+    if is_translation(app):
+        translated_downloads.point_downloads(app, doctree)
+
+
+def setup(app):
+    app.add_search_language(SearchChineseFixed)
+    # After Sphinx-Gallery and notebooks.py (builder-inited, 500 and 600).
+    app.connect("builder-inited", make_translated_downloads, priority=700)
+    # Before Sphinx collects the files that downloads refer to (500).
+    app.connect("doctree-read", point_translated_downloads, priority=400)
+    app.connect("config-inited", register_catalog)
+    app.connect("html-page-context", add_edition_links)
+    app.connect("doctree-read", note_translated_output, priority=600)
+    app.connect("doctree-read", translate_running_time)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,113 @@
+"""The 简体中文 edition: complete, current, and built from the English run.
+
+``make html`` builds it right after the English edition, from the gettext
+catalogs in ``locale/zh_CN``. CI refuses a catalog that is not current with
+the English source, any untranslated or fuzzy message (read with Babel, a
+gettext library), and downloads whose code differs from the English scripts'.
+"""
+
+import ast
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from conftest import EXAMPLES, GALLERY_DIR, REPO
+
+sys.path.insert(0, str(REPO / "_ext"))
+import translated_downloads  # noqa: E402
+
+LANGUAGE = "zh_CN"
+
+
+def test_catalogs_are_current_and_fully_translated():
+    process = subprocess.run(
+        [sys.executable, "tools/catalogs.py", "check", "--language", LANGUAGE],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert process.returncode == 0, process.stdout[-6000:] + process.stderr[-3000:]
+
+
+def test_every_page_has_a_chinese_edition(site):
+    english = sorted(
+        p.relative_to(site.html).as_posix()
+        for p in site.html.rglob("*.html")
+        if not {"_static", "_sources", "_downloads", "_images", LANGUAGE}
+        & set(p.relative_to(site.html).parts)
+    )
+    chinese = site.html / LANGUAGE
+    missing = [page for page in english if not (chinese / page).is_file()]
+    assert not missing, missing
+    html = (chinese / "index.html").read_text()
+    assert '<html lang="zh-CN"' in html or 'lang="zh_CN"' in html, html[:300]
+
+
+def downloads(page):
+    html = page.read_text()
+    found = {}
+    for suffix in ("py", "ipynb"):
+        (href,) = set(re.findall(rf'href="([^"]*_downloads/[^"]*\.{suffix})"', html))
+        found[suffix] = page.parent / href
+    return found
+
+
+def prose_messages(name):
+    """(English, translation) of the page's messages that its script contains."""
+    messages = translated_downloads.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
+    script = (REPO / "advanced" / f"{name}.py").read_text()
+    lines = script.split("\n")
+    prose = "\n".join(
+        "\n".join(lines[first : last + 1])
+        for first, last, _ in translated_downloads.prose_regions(lines, script)
+    )
+    return [
+        (english, translation)
+        for english, translation in messages.items()
+        if translated_downloads._pattern(english).search(
+            re.sub(r"^# ?", "", prose, flags=re.M)
+        )
+    ]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_chinese_downloads_hold_the_english_code_and_the_translated_prose(site, name):
+    english = (REPO / "advanced" / f"{name}.py").read_text()
+    files = downloads(site.html / LANGUAGE / GALLERY_DIR / f"{name}.html")
+    chinese = files["py"].read_text(encoding="utf-8")
+
+    def code(text):
+        tree = ast.parse(text)
+        tree.body = tree.body[1:]  # the module docstring is prose
+        return ast.dump(tree)
+
+    assert code(chinese) == code(english), "the Chinese script's code differs"
+    translated = prose_messages(name)
+    assert translated, f"no message of {name}'s catalog occurs in its script"
+    plain = re.sub(r"^# ?", "", chinese, flags=re.M)
+    left = [
+        english_text[:60]
+        for english_text, chinese_text in translated
+        if english_text != chinese_text
+        and translated_downloads._pattern(english_text).search(plain)
+    ]
+    assert not left, f"English prose left in the Chinese script: {left}"
+
+    notebook = nbformat.read(files["ipynb"], as_version=4)
+    english_notebook = nbformat.read(downloads(site.page(name))["ipynb"], as_version=4)
+    code_cells = [c.source for c in notebook.cells[1:] if c.cell_type == "code"]
+    english_cells = [
+        c.source for c in english_notebook.cells[1:] if c.cell_type == "code"
+    ]
+    assert code_cells == english_cells
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_chinese_page_says_its_output_is_the_english_run(site, name):
+    html = (site.html / LANGUAGE / GALLERY_DIR / f"{name}.html").read_text()
+    stamp = html[html.index("verified-stamp") :][:3000]
+    assert "translation-note" in stamp
+    assert "verified-stamp-missing" not in html
