@@ -88,3 +88,40 @@ def test_crop_exact_is_exact_where_the_8bit_crop_is_not(mylib):
     reference = pic[:, 3:12, 2:17]
     assert torch.equal(mylib.crop_exact(pic, box), reference)
     assert not torch.allclose(mylib.crop(pic, box), reference)
+
+
+# The page says its fake kernels run the same checks, so that under
+# torch.compile a bad call fails while the graph is traced, before any real
+# computation: Dynamo reports the fake kernel's ValueError as a
+# TorchRuntimeError. A fake kernel without the check lets tracing succeed and
+# the error (if any) come from the real kernel at run time instead.
+BAD_CALLS_UNDER_COMPILE = {
+    "crop: box leaves the image": ("crop", (IMAGE, (10, 2, 24, 8))),
+    "crop_exact: box leaves the image": ("crop_exact", (IMAGE, (10, 2, 24, 8))),
+    "crop_exact: right < left": ("crop_exact", (IMAGE, (8, 2, 4, 8))),
+    "paste: patch leaves the canvas": ("paste", (IMAGE, IMAGE[:, :4, :4], (18, 0))),
+    "paste_exact: patch leaves the canvas": (
+        "paste_exact",
+        (IMAGE, IMAGE[:, :4, :4], (18, 0)),
+    ),
+    "paste_exact: dtypes differ": (
+        "paste_exact",
+        (IMAGE, IMAGE.double()[:, :4, :4], (0, 0)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS_UNDER_COMPILE))
+def test_fake_kernels_reject_bad_input_while_compiling(mylib, case):
+    op_name, args = BAD_CALLS_UNDER_COMPILE[case]
+    op = getattr(mylib, op_name)
+    torch.compiler.reset()
+
+    def call(*tensors):
+        return op(*tensors, *args[len(tensors) :])
+
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    compiled = torch.compile(call, fullgraph=True, backend="eager")
+    with pytest.raises(torch._dynamo.exc.TorchRuntimeError) as caught:
+        compiled(*tensors)
+    assert "ValueError" in str(caught.value), str(caught.value)[:2000]
