@@ -6,6 +6,8 @@ in a fresh kernel.
 """
 
 import ast
+import concurrent.futures
+import os
 import re
 import sys
 
@@ -14,6 +16,7 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import EXAMPLES, REPO, example_source, make, project_with_example
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
 sys.path.insert(0, str(REPO / "_ext"))
@@ -154,16 +157,33 @@ def test_cross_references_show_the_titles_of_real_pages(site, name):
         assert f"*{title}*" in prose or f"[{title}](" in prose, title
 
 
+@pytest.fixture(scope="session")
+def executed_notebooks(site, tmp_path_factory):
+    """Every downloaded notebook run in a fresh kernel, one per core at a time."""
+
+    def execute(name):
+        notebook = notebook_of(site, name)
+        folder = tmp_path_factory.mktemp(f"notebook-{name}")
+        client = NotebookClient(
+            notebook,
+            kernel_name="python3",
+            timeout=900,
+            resources={"metadata": {"path": str(folder)}},
+        )
+        try:
+            client.execute()
+        except CellExecutionError as error:  # names the failing cell
+            return name, notebook, error
+        return name, notebook, None
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return {name: (nb, error) for name, nb, error in pool.map(execute, EXAMPLES)}
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_downloaded_notebook_executes_in_a_fresh_kernel(site, name, tmp_path):
-    notebook = notebook_of(site, name)
-    client = NotebookClient(
-        notebook,
-        kernel_name="python3",
-        timeout=900,
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-    client.execute()  # raises CellExecutionError naming the failing cell
+def test_downloaded_notebook_executes_in_a_fresh_kernel(executed_notebooks, name):
+    notebook, error = executed_notebooks[name]
+    assert error is None, str(error)[-4000:]
     outputs = [o for cell in notebook.cells for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any(o.output_type == "stream" for o in outputs), (
