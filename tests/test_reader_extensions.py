@@ -192,3 +192,11 @@ def test_stamp_shows_the_recorded_run_not_the_installed_torch(tmp_path):
     import torch
 
     assert f"PyTorch {torch.__version__} on" not in stamp
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_which_page_do_i_need_lists_every_page(name):
+    table = (REPO / "start_here.rst").read_text()
+    assert f":ref:`sphx_glr_tutorials_{name}.py`" in table, (
+        f"start_here.rst has no row for {name}"
+    )
