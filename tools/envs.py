@@ -25,6 +25,7 @@ install fails, whether the package registry could be reached at all.
 """
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -132,6 +133,15 @@ def uv_executable():
     stamp = home / STAMP
     if stamp.is_file() and uv.is_file():
         return uv
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / f".{home.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.is_file() and uv.is_file():
+            return uv
+        return _install_uv(home, uv, stamp)
+
+
+def _install_uv(home, uv, stamp):
     shutil.rmtree(home, ignore_errors=True)
     steps = [
         [base_python(), "-m", "venv", str(home)],
@@ -198,12 +208,25 @@ def is_complete(venv, expected):
 
 
 def ensure(venv, requirements_text, requirement_args, label):
-    """Make ``venv`` hold exactly these requirements, or stop with one line."""
+    """Make ``venv`` hold exactly these requirements, or stop with one line.
+
+    Two processes asking for the same environment at once (two clones, or a
+    build and a test run) take turns: the second finds it complete.
+    """
     check_python()
     venv = Path(venv)
     expected = stamp_for(requirements_text)
     if is_complete(venv, expected):
         return venv
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_complete(venv, expected):
+            return venv
+        return _build(venv, expected, requirement_args, label)
+
+
+def _build(venv, expected, requirement_args, label):
     if venv.exists():
         say(f"{venv} is incomplete or was made otherwise; building it again")
         shutil.rmtree(venv)
