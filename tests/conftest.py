@@ -163,9 +163,11 @@ def project_with_example(tmp_path, filename, source, records=True):
         "constraints.txt",
     ]:
         shutil.copy(REPO / name, project / name)
-    for folder in ["_ext", "_static", "tools"]:
+    for folder in ["_ext", "_static", "_templates", "tools"]:
         shutil.copytree(
-            REPO / folder, project / folder, ignore=lambda *_: ["__pycache__"]
+            REPO / folder,
+            project / folder,
+            ignore=shutil.ignore_patterns("__pycache__", "*.mo"),
         )
     # index.rst's toctree names start_here; the real one links to every page.
     (project / "start_here.rst").write_text("Start here\n==========\n")

@@ -134,3 +134,4 @@ def test_make_html_fails_on_a_sphinx_warning(tmp_path):
     output = process.stdout + process.stderr
     assert "a-label-that-no-page-defines" in output, output[-3000:]
     assert process.returncode != 0, "a Sphinx warning must fail make html"
+    assert "warnings treated as errors" in output, output[-3000:]
