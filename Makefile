@@ -40,7 +40,7 @@ TRANSLATIONS := zh_CN
 TRANSLATED = $(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 \
 	-D language=$(1) . $(BUILDDIR)/html/$(1)
 
-.PHONY: html html-noplot test lint format clean venv bench matrix matrix-table catalogs
+.PHONY: html html-noplot test lint format clean venv bench matrix matrix-table catalogs prune-envs
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -75,6 +75,10 @@ matrix:
 
 matrix-table:
 	$(PYTHON) tools/matrix.py table
+
+# Delete the environments (site and matrix) this checkout no longer uses.
+prune-envs:
+	$(PYTHON) tools/envs.py prune --keep-venv $(VENV)
 
 # Cold, no-op and single-example build times, each example's run time and each
 # page's weight, measured in a scratch copy: _build/bench.json and a table.

@@ -22,6 +22,8 @@ install fails, whether the package registry could be reached at all.
     python tools/envs.py site --venv DIR             the site's environment
     python tools/envs.py matrix [RELEASE ...]        the version matrix's
     python tools/envs.py check-python                is this interpreter supported?
+    python tools/envs.py prune --keep-venv DIR       delete environments this
+                                                     checkout no longer uses
 """
 
 import argparse
@@ -320,6 +322,22 @@ def matrix(selected):
         print(venv)
 
 
+def prune(keep_venv):
+    """Delete the matrix's environments for other requirements, and old site
+    environments, then let uv drop what no environment links to any more."""
+    keep = {Path(keep_venv).resolve()}
+    keep |= {matrix_venv(release)[0].resolve() for release in releases()}
+    home = cache_home()
+    candidates = list(home.glob("venv-*")) + list((home / "matrix").glob("torch-*"))
+    for venv in sorted(candidates):
+        if venv.is_dir() and venv.resolve() not in keep:
+            say(f"removing {venv}")
+            shutil.rmtree(venv)
+    uv = uv_executable()
+    if uv is not None:
+        subprocess.run([str(uv), "cache", "prune"], check=False)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -328,11 +346,15 @@ def main():
     matrix_parser = sub.add_parser("matrix")
     matrix_parser.add_argument("releases", nargs="*")
     sub.add_parser("check-python")
+    prune_parser = sub.add_parser("prune")
+    prune_parser.add_argument("--keep-venv", required=True, type=Path)
     args = parser.parse_args()
     if args.command == "site":
         site(args.venv)
     elif args.command == "matrix":
         matrix(args.releases)
+    elif args.command == "prune":
+        prune(args.keep_venv)
     else:
         check_python()
 
