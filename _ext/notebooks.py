@@ -135,29 +135,29 @@ def resolver(titles, baseurl):
 
 
 def verified_line(versions, record):
-    parts = []
+    sentences = []
     if versions.trusted:
-        parts.append(
+        sentences.append(
             _(
-                "this notebook's code ran to the end on PyTorch {releases} ({devices})"
+                "This notebook's code ran to the end on PyTorch {releases} ({devices})."
             ).format(
                 releases=", ".join(versions.passed),
                 devices=version_records.describe_devices(versions.devices),
             )
         )
     if record is not None:
-        parts.append(
+        sentences.append(
             _(
-                "the outputs on the site came from PyTorch {torch} on {devices}, {day}"
+                "The outputs on the site came from PyTorch {torch} on {devices}, {day}."
             ).format(
                 torch=record["torch"],
-                devices=_(" and ").join(record["devices"]),
+                devices=verified_stamp.join_devices(record["devices"]),
                 day=record["ran_at"][:10],
             )
         )
-    if not parts:
+    if not sentences:
         return None
-    return "> **" + _("Verified:") + "** " + _("; ").join(parts) + "."
+    return "> **" + _("Verified:") + "** " + " ".join(sentences)
 
 
 def notebook_for(source, blocks, markdown_of, packages, verified, versions):

@@ -184,26 +184,37 @@ def force_run_of_unrecorded(app):
             md5_path.unlink()
 
 
+def join_devices(devices):
+    """['CPU', 'NVIDIA H100 (CUDA 13.2)'] -> 'CPU and NVIDIA H100 (CUDA 13.2)'."""
+    text = devices[0]
+    for device in devices[1:]:
+        text = _("{first} and {second}").format(first=text, second=device)
+    if len(devices) == 1:
+        text = _("{devices} (no CUDA device)").format(devices=text)
+    return text
+
+
 def _stamp(record, versions):
     ran_at = datetime.datetime.fromisoformat(record["ran_at"])
-    devices = _(" and ").join(record["devices"])
-    if len(record["devices"]) == 1:
-        devices += _(" (no CUDA device)")
     paragraph = nodes.paragraph()
-    paragraph += nodes.strong(text=_("Verified: "))
+    paragraph += nodes.strong(text=_("Verified:"))
+    paragraph += nodes.Text(" ")
     if versions.trusted:
         paragraph += nodes.Text(
-            _("this page ran to the end on PyTorch {releases} ({devices}). ").format(
+            _("this page ran to the end on PyTorch {releases} ({devices}).").format(
                 releases=", ".join(versions.passed),
                 devices=version_records.describe_devices(versions.devices),
             )
         )
+        paragraph += nodes.Text(" ")
     paragraph += nodes.Text(
         _(
             "Every output on it came from running it with PyTorch {torch} on "
             "{devices}, {time} UTC."
         ).format(
-            torch=record["torch"], devices=devices, time=f"{ran_at:%Y-%m-%d %H:%M}"
+            torch=record["torch"],
+            devices=join_devices(record["devices"]),
+            time=f"{ran_at:%Y-%m-%d %H:%M}",
         )
     )
     return paragraph

@@ -127,7 +127,7 @@ def test_first_markdown_cell_says_where_the_page_was_verified(site, name):
     intro = next(c for c in notebook.cells if c.cell_type == "markdown").source
     versions = version_records.read(REPO, REPO / "advanced" / f"{name}.py")
     assert versions.trusted, versions.problems
-    assert f"ran to the end on PyTorch {', '.join(versions.passed)}" in intro
+    assert f"ran to the end on PyTorch {', '.join(versions.passed)} (" in intro
     assert f"PyTorch {versions.floor} or later" in intro
     title = tutorial_cards.read_script(REPO / "advanced" / f"{name}.py")["title"]
     assert intro.startswith(f"# {title}\n")
