@@ -27,6 +27,22 @@ the compiled route costs and how to keep that cost to a single build.
        * A C++ compiler and ``ninja`` (``nvcc`` too for the optional CUDA
          kernel)
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
+
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Check for a C++ compiler and ``ninja`` (and ``nvcc`` plus a GPU for a
+      CUDA kernel) before building.
+   #. Declare the schema with ``TORCH_LIBRARY`` and register one kernel per
+      device with ``TORCH_LIBRARY_IMPL``; validate arguments with
+      ``TORCH_CHECK_VALUE``.
+   #. Build with ``load_inline`` into a fixed ``build_directory`` so later
+      runs reuse the library.
+   #. Test the kernel against a plain PyTorch reference.
+   #. Register a fake kernel and a backward formula from Python, and name
+      their module with ``m.set_python_module``.
+   #. Run ``gradcheck``, ``gradgradcheck`` and ``opcheck`` on empty,
+      non-contiguous, permuted and ``requires_grad`` samples.
 """
 
 # %%
@@ -44,27 +60,24 @@ import torch
 if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
 
+import importlib
 import inspect
 import os
 import shutil
+import tempfile
 import time
 import warnings
 
 import matplotlib.pyplot as plt
 from torch.autograd.gradcheck import GradcheckError
-from torch.testing._internal.optests.generate_tests import OpCheckError
 from torch.utils import cpp_extension
 
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
-print(f"PyTorch {torch.__version__}; devices present: {devices} ({hardware})")
+print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 
 # %%
-# ``OpCheckError`` is the exception ``torch.library.opcheck`` raises. PyTorch
-# does not re-export it from a public module, so we import it from where it
-# is defined in order to catch it below.
-#
 # When is C++ the right choice?
 # -----------------------------
 #
@@ -141,29 +154,42 @@ torch.testing.assert_close(
 # file and runs the C++ compiler named by the ``CXX`` environment variable
 # (``c++`` when it is unset). Without ``ninja``, ``load_inline`` stops at once;
 # without a compiler, the build fails deep inside ``cpp_extension`` with a
-# long and confusing log. So we check for both first and stop with a message
-# that says what to install.
+# long and confusing log. So we check for both first and stop with an error
+# that names the missing tool. The page is about C++, so it cannot skip
+# this part. The CUDA kernel is different: it needs both a GPU and ``nvcc``,
+# and without either one the page builds and tests the CPU kernel only,
+# saying which of the two is missing.
 
 compiler = os.environ.get("CXX", "cl" if sys.platform == "win32" else "c++")
 compiler_path = shutil.which(compiler)
 if compiler_path is None:
-    sys.exit(
+    raise RuntimeError(
         f"This page compiles C++ code, but no C++ compiler named {compiler!r} "
         "was found on PATH. Install one (for example g++ or clang++), or point "
         "the CXX environment variable at it, and run the page again."
     )
 if not cpp_extension.is_ninja_available():
-    sys.exit(
+    raise RuntimeError(
         "This page compiles C++ code with load_inline, which needs the ninja "
         "build tool. Install it (for example `pip install ninja`) and run the "
         "page again."
     )
 nvcc = os.path.join(cpp_extension.CUDA_HOME or "", "bin", "nvcc")
-build_cuda = torch.cuda.is_available() and os.path.isfile(nvcc)
+has_nvcc = os.path.isfile(nvcc)
+build_cuda = torch.cuda.is_available() and has_nvcc
 print(f"C++ compiler: {compiler_path}")
-print(f"CUDA kernel will be built: {build_cuda}")
-if torch.cuda.is_available() and not build_cuda:
-    print("A GPU is present but nvcc was not found: the CUDA kernel is skipped.")
+if build_cuda:
+    print(f"CUDA kernel: will be built with {nvcc}")
+else:
+    missing = [
+        what
+        for what, present in (
+            ("CUDA GPU", torch.cuda.is_available()),
+            ("nvcc", has_nvcc),
+        )
+        if not present
+    ]
+    print(f"CUDA kernel: skipped, this machine has no {' and no '.join(missing)}")
 
 # %%
 # Declaring the operator and its CPU kernel
@@ -243,14 +269,28 @@ at::Tensor discounted_cumsum_cpu(const at::Tensor& x, double decay,
   return output;
 }
 
+// The discounted return: sum over t of decay**t * x[..., t], which is where
+// the reversed running total ends up at position 0.
+at::Tensor discounted_return_cpu(const at::Tensor& x, double decay) {
+  check_discounted_cumsum_args(x, decay);
+  TORCH_CHECK_VALUE(x.size(-1) > 0,
+      "discounted_return: the last dimension of x must not be empty");
+  return discounted_cumsum_cpu(x, decay, /*reverse=*/true).select(-1, 0).contiguous();
+}
+
 }  // namespace cpp_ops
 
 TORCH_LIBRARY(cpp_ops, m) {
   m.def("discounted_cumsum(Tensor x, float decay, bool reverse=False) -> Tensor");
+  // The operators defined below this line keep their Python registrations
+  // (fake kernel, backward) in this Python module.
+  m.set_python_module("cpp_ops_registrations");
+  m.def("discounted_return(Tensor x, float decay) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(cpp_ops, CPU, m) {
   m.impl("discounted_cumsum", &cpp_ops::discounted_cumsum_cpu);
+  m.impl("discounted_return", &cpp_ops::discounted_return_cpu);
 }
 """
 
@@ -388,20 +428,11 @@ def load_cached_extension(name, cpp_source, cuda_source=None):
 
 extension_name = "cpp_ops_discounted_cumsum" + ("_cuda" if build_cuda else "")
 cuda_source = CUDA_SOURCE if build_cuda else None
-try:
-    library, compiled, build_seconds = load_cached_extension(
-        extension_name, CPP_SOURCE, cuda_source
-    )
-except RuntimeError as error:
-    if not build_cuda:
-        raise
-    # A CUDA toolkit that does not match the one PyTorch was built with is the
-    # usual cause. The CPU kernel still teaches everything below.
-    print(f"The CUDA build failed ({str(error).splitlines()[0]}); CPU kernel only.")
-    build_cuda, extension_name, cuda_source = False, "cpp_ops_discounted_cumsum", None
-    library, compiled, build_seconds = load_cached_extension(
-        extension_name, CPP_SOURCE, cuda_source
-    )
+# A failed build raises RuntimeError with the compiler's output; with a
+# compiler (and, for CUDA, a GPU and nvcc) present, that is a real error.
+library, compiled, build_seconds = load_cached_extension(
+    extension_name, CPP_SOURCE, cuda_source
+)
 action = "compiled the extension" if compiled else "reused the cached build"
 print(f"{action} in {build_seconds:.2f} s")
 print(f"library: {library}")
@@ -574,15 +605,15 @@ assert entered == []
 # that, with ``test_utils="test_faketensor"``. Without a fake kernel it fails:
 
 example = torch.randn(3, 10)
-try:
-    torch.library.opcheck(
-        discounted_cumsum, (example, 0.9), test_utils="test_faketensor"
-    )
-except OpCheckError as err:
-    print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
-    print(f"  caused by {type(err.__cause__).__name__}: {err.__cause__}")
-else:
-    raise AssertionError("expected opcheck to fail without a fake kernel")
+report = torch.library.opcheck(
+    discounted_cumsum,
+    (example, 0.9),
+    test_utils="test_faketensor",
+    raise_exception=False,
+)
+failure = report["test_faketensor"]
+print(f"test_faketensor: {type(failure).__name__}: {str(failure).splitlines()[0]}")
+assert failure != "SUCCESS"
 
 # %%
 # The fake kernel can be written in Python even though the operator was
@@ -613,8 +644,14 @@ def _(x, decay, reverse=False):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-torch.library.opcheck(discounted_cumsum, (example, 0.9), test_utils="test_faketensor")
-print("test_faketensor passes with the fake kernel")
+report = torch.library.opcheck(
+    discounted_cumsum,
+    (example, 0.9),
+    test_utils="test_faketensor",
+    raise_exception=False,
+)
+print(f"with the fake kernel: {report}")
+assert report == {"test_faketensor": "SUCCESS"}
 
 # %%
 # ``register_fake`` also installs a kernel for *meta* tensors (shapes and
@@ -722,29 +759,159 @@ print(f"gradcheck and gradgradcheck pass on {op_devices}")
 # Now the full ``opcheck``: the schema is honest about mutation and aliasing,
 # the fake kernel agrees with the real one, the autograd registration is the
 # supported kind, and the operator gives the same results and gradients
-# through the compiler's tracing machinery. The samples include inputs that
-# require grad, float64 and a non-contiguous input.
+# through the compiler's tracing machinery. The samples cover the layouts an
+# operator meets in practice, each with and without ``requires_grad``:
+# row-major, non-contiguous (every other column), permuted (dense but
+# column-major), channels-last 4-D, empty, and float64.
 
 
 def opcheck_samples(device):
-    return [
-        (torch.randn(4, 30, device=device), 0.9),
-        (torch.randn(4, 30, device=device, requires_grad=True), 0.5, True),
-        (
-            torch.randn(
-                2, 3, 9, dtype=torch.float64, device=device, requires_grad=True
-            ),
-            0.7,
-        ),
-        (torch.randn(20, 6, device=device).t(), 0.95),
-    ]
+    def make(*shape, dtype=torch.float32):
+        return torch.randn(*shape, dtype=dtype, device=device)
+
+    layouts = {
+        "row-major": make(4, 30),
+        "non-contiguous": make(4, 60)[:, ::2],
+        "permuted": make(30, 4).t(),
+        "channels-last": make(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),
+        "empty": make(0, 30),
+        "float64": make(2, 3, 9, dtype=torch.float64),
+    }
+    assert not layouts["non-contiguous"].is_contiguous()
+    assert not layouts["permuted"].is_contiguous()
+    for name, x in layouts.items():
+        for requires_grad in (False, True):
+            yield name, x.detach().requires_grad_(requires_grad)
 
 
 for device in op_devices:
-    for args in opcheck_samples(device):
-        torch.library.opcheck(discounted_cumsum, args)
+    for _name, x in opcheck_samples(device):
+        torch.library.opcheck(discounted_cumsum, (x, 0.9, x.requires_grad))
     record("opcheck", device)
-print(f"opcheck passes on {op_devices}")
+print(f"opcheck passes on {op_devices} for every layout, with and without grad")
+
+# %%
+# Keeping the Python half with the library
+# ----------------------------------------
+#
+# This page registers the fake kernel and the backward from its own script.
+# A packaged extension keeps them in a Python module of its own, which its
+# package imports right after loading the shared library. Someone who loads
+# only the shared library (``torch.ops.load_library``, or a C++ program that
+# later hands tensors back to Python) gets an operator without those
+# registrations, and tracing it fails. ``m.set_python_module("module")`` in
+# the ``TORCH_LIBRARY`` block records, for every operator defined after it,
+# which module holds its Python half, so that:
+#
+# * the error for a missing fake kernel names the module to import, and
+# * ``torch.library.register_fake`` checks that the fake kernel really is
+#   registered from that module.
+#
+# Our C++ source declared a second operator after such a call:
+# ``discounted_return``, the discounted sum of a whole sequence (the reversed
+# running total at position 0). Before its module is imported, a call with
+# meta tensors (a fake kernel's job) fails and says what to import:
+
+discounted_return = torch.ops.cpp_ops.discounted_return.default
+stub = torch._C._dispatch_pystub("cpp_ops::discounted_return", "")
+print(f"recorded module: {stub[0]!r}")
+assert stub[0] == "cpp_ops_registrations"
+assert torch._C._dispatch_pystub("cpp_ops::discounted_cumsum", "") is None
+try:
+    discounted_return(torch.empty(4, 10, device="meta"), 0.9)
+except NotImplementedError as err:
+    print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    assert "import the 'cpp_ops_registrations' Python module" in str(err)
+else:
+    raise AssertionError("expected the missing fake kernel to name its module")
+
+# %%
+# ``torch._C._dispatch_pystub`` is the dispatcher's private record of that
+# call, read here only to show it. The module itself is ordinary Python. The
+# page writes it into a temporary folder and imports it, as a package would:
+# a fake kernel that repeats the argument checks, and a backward formula
+# (the gradient of ``x[..., t]`` is ``grad * decay ** t``).
+
+REGISTRATIONS = """
+import torch
+
+
+def check_args(x, decay):
+    # The same checks, and messages, as the C++ kernel.
+    if x.dim() < 1:
+        raise ValueError("discounted_cumsum: x must have at least one dimension")
+    if x.dtype not in (torch.float32, torch.float64):
+        raise ValueError(
+            f"discounted_cumsum: x must be float32 or float64, got {x.dtype}"
+        )
+    if not 0.0 <= decay <= 1.0:
+        raise ValueError(
+            f"discounted_cumsum: decay must be between 0 and 1, got {decay}"
+        )
+    if x.shape[-1] == 0:
+        raise ValueError(
+            "discounted_return: the last dimension of x must not be empty"
+        )
+
+
+@torch.library.register_fake("cpp_ops::discounted_return")
+def _(x, decay):
+    check_args(x, decay)
+    return x.new_empty(x.shape[:-1])
+
+
+def setup_context(ctx, inputs, output):
+    x, decay = inputs
+    ctx.decay, ctx.length = decay, x.shape[-1]
+
+
+def backward(ctx, grad):
+    steps = torch.arange(ctx.length, dtype=grad.dtype, device=grad.device)
+    return grad.unsqueeze(-1) * ctx.decay**steps, None
+
+
+torch.library.register_autograd(
+    "cpp_ops::discounted_return", backward, setup_context=setup_context
+)
+"""
+
+module_folder = tempfile.mkdtemp(prefix="cpp_ops_registrations-")
+with open(os.path.join(module_folder, "cpp_ops_registrations.py"), "w") as file:
+    file.write(REGISTRATIONS)
+sys.path.insert(0, module_folder)
+try:
+    importlib.import_module("cpp_ops_registrations")
+finally:
+    sys.path.remove(module_folder)
+
+meta_return = discounted_return(torch.empty(4, 10, device="meta"), 0.9)
+print(f"after the import, a meta call gives shape {tuple(meta_return.shape)}")
+assert meta_return.shape == (4,)
+
+# %%
+# The first fake call also ran ``register_fake``'s check that the module
+# matches the one named in C++ (it raises ``RuntimeError`` when they differ).
+# The operator now passes the same tests as ``discounted_cumsum``; it has a
+# CPU kernel only.
+
+rewards = torch.tensor([1.0, 0.0, 2.0])
+torch.testing.assert_close(
+    discounted_return(rewards, 0.5), torch.tensor(1.0 + 0.25 * 2.0)
+)
+for _name, x in opcheck_samples("cpu"):
+    torch.library.opcheck(discounted_return, (x, 0.9))
+    expected = discounted_cumsum_reference(x.detach(), 0.9, reverse=True)[..., 0]
+    torch.testing.assert_close(discounted_return(x, 0.9), expected)
+x64 = torch.randn(3, 7, dtype=torch.float64, requires_grad=True)
+assert torch.autograd.gradcheck(lambda x: discounted_return(x, 0.8), (x64,))
+print("discounted_return passes opcheck and gradcheck")
+for device in ("cpu", "meta"):  # the C++ kernel, then the fake kernel
+    try:
+        discounted_return(torch.empty(3, 0, device=device), 0.9)
+    except ValueError as err:
+        print(f"{device}, empty sequence: {type(err).__name__}: {err}")
+    else:
+        raise AssertionError("expected an empty sequence to be refused")
 
 # %%
 # Where Python comes back
@@ -866,7 +1033,18 @@ print(f"cache: {os.path.dirname(library)}")
 # library). A real project compiles ahead of time instead, with
 # ``setuptools`` and ``torch.utils.cpp_extension.CppExtension`` in a package
 # build, and ships the binary; ``load_inline`` is the quickest way to try an
-# idea.
+# idea. Three pages take the next steps:
+#
+# * :ref:`sphx_glr_tutorials_cpp_extension_packaging.py` turns this operator
+#   into a real extension package: a ``setup.py``, wheels, the Python module
+#   named by ``m.set_python_module``, and ``py_limited_api`` so one wheel
+#   serves several Python versions.
+# * :ref:`sphx_glr_tutorials_cpp_stable_abi.py` writes the kernel against
+#   LibTorch's stable ABI, so one binary keeps working across PyTorch
+#   releases instead of being rebuilt for each.
+# * :ref:`sphx_glr_tutorials_aot_inductor_custom_ops.py` compiles an exported
+#   model that calls a custom operator ahead of time with AOTInductor and runs
+#   it without Python.
 #
 # Conclusion
 # ----------
@@ -874,9 +1052,10 @@ print(f"cache: {os.path.dirname(library)}")
 # A C++ operator is three small pieces of C++ (a kernel, a schema in
 # ``TORCH_LIBRARY``, a registration in ``TORCH_LIBRARY_IMPL``) plus the same
 # Python registrations a Python operator needs: a fake kernel for the
-# compilers and a backward formula for autograd. Test it the same way, against
-# a reference, with ``gradcheck`` and with ``opcheck``. In return, its kernel
-# runs without the Python interpreter, inside and outside of Python.
+# compilers and a backward formula for autograd, kept in the module that
+# ``m.set_python_module`` names. Test it the same way, against a reference,
+# with ``gradcheck`` and with ``opcheck``. In return, its kernel runs without
+# the Python interpreter, inside and outside of Python.
 #
 # Related pages:
 #

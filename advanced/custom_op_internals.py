@@ -29,6 +29,21 @@ yourself and explain the errors that come out of them.
        * PyTorch 2.7 or later
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Check the schema your type hints produce with
+      ``torch.library.infer_schema`` before you decorate.
+   #. List an operator's kernels with ``torch._C._dispatch_dump`` or
+      ``torch._C._dispatch_has_kernel_for_dispatch_key``.
+   #. Name every argument the kernel writes in ``mutates_args``, so that
+      autograd's version counters stay honest.
+   #. Expect ``register_fake`` and ``register_autograd`` to fill slots, and
+      ``register_kernel``, ``register_vmap`` and ``register_autocast`` to add
+      dispatch keys.
+   #. Never call a handle kept from before an operator was redefined; pick a
+      new name, or scope test libraries with ``_scoped_library``.
+
 Several functions used here start with an underscore (``torch._C._dispatch_*``
 and a few attributes of the decorated function). They are PyTorch's internal
 inspection tools: fine for looking around, as this page does, but not an API
@@ -50,12 +65,30 @@ import gc
 import inspect
 import math
 
+import matplotlib.pyplot as plt
 from torch import Tensor
 
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
+release = tuple(int(part) for part in torch.__version__.split(".")[:2])
+
+
+def layouts(rows=3, cols=4, device="cpu", requires_grad=False):
+    """The same kind of 2-D input in the layouts an operator must handle."""
+
+    def make(*shape):
+        return torch.randn(*shape, device=device)
+
+    samples = {
+        "row-major": make(rows, cols),
+        "non-contiguous": make(rows, 2 * cols)[:, ::2],
+        "permuted": make(cols, rows).t(),  # dense, but column-major
+        "empty": make(0, cols),
+    }
+    return {k: v.requires_grad_(requires_grad) for k, v in samples.items()}
+
 
 # %%
 # From type hints to a schema
@@ -235,13 +268,23 @@ for key in ("CPU", "CUDA", "AutogradCPU"):
 # -----------------------------------
 #
 # What ``custom_op`` installs depends on the function. To compare, we define
-# three more operators: one that writes into its argument, one restricted to
-# CPU with ``device_types``, and a factory that takes no tensor at all, only
-# a ``device``.
+# four more operators: one that writes into its argument, one restricted to
+# CPU with ``device_types``, and two factories that take no tensor at all,
+# only a ``device``: ``ramp`` with ``device_types`` and ``ramp_anywhere``
+# without.
+
+
+ad_inplace_excluded = []  # what the kernel sees; see the version counter below
 
 
 @torch.library.custom_op("internals::fill_with", mutates_args={"x"})
 def fill_with(x: Tensor, value: float) -> None:
+    # Note whether the ADInplaceOrView key is switched off while the kernel runs.
+    ad_inplace_excluded.append(
+        torch._C._dispatch_tls_is_dispatch_key_excluded(
+            torch._C.DispatchKey.ADInplaceOrView
+        )
+    )
     x.fill_(value)
 
 
@@ -250,10 +293,20 @@ def cpu_double(x: Tensor) -> Tensor:
     return x * 2
 
 
-@torch.library.custom_op("internals::ramp", mutates_args=(), device_types="cpu")
-def ramp(n: int, device: torch.device) -> Tensor:
+def check_length(n: int) -> None:
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
+
+
+@torch.library.custom_op("internals::ramp", mutates_args=(), device_types="cpu")
+def ramp(n: int, device: torch.device) -> Tensor:
+    check_length(n)
+    return torch.arange(n, dtype=torch.float32, device=device)
+
+
+@torch.library.custom_op("internals::ramp_anywhere", mutates_args=())
+def ramp_anywhere(n: int, device: torch.device) -> Tensor:
+    check_length(n)
     return torch.arange(n, dtype=torch.float32, device=device)
 
 
@@ -294,6 +347,7 @@ by_kind = {
     "fill_with": registered_keys("internals::fill_with"),
     "cpu_double": registered_keys("internals::cpu_double"),
     "ramp": registered_keys("internals::ramp"),
+    "ramp_anywhere": registered_keys("internals::ramp_anywhere"),
 }
 print_key_table(by_kind)
 
@@ -307,32 +361,92 @@ print_key_table(by_kind)
 # * ``cpu_double`` has a ``CPU`` kernel instead of ``CompositeExplicitAutograd``:
 #   ``device_types="cpu"`` registers the function for that one backend.
 # * ``ramp`` has no tensor argument, so the dispatcher has no tensor to read
-#   a device from. A ``BackendSelect`` kernel reads the ``device`` argument
-#   and routes the call to the matching backend kernel.
+#   a device from, and its kernel is registered for one backend only. A
+#   ``BackendSelect`` kernel reads the ``device`` argument and routes the call
+#   to the matching backend kernel.
+# * ``ramp_anywhere`` has no ``device_types``, so its one function sits under
+#   ``CompositeExplicitAutograd`` and serves every device by itself: there is
+#   nothing to route between, and no ``BackendSelect`` kernel.
 
 mutable_keys = {"CompositeExplicitAutograd", "Meta", "Autograd", "ADInplaceOrView"}
 assert by_kind["fill_with"] == mutable_keys
 assert by_kind["cpu_double"] == {"CPU", "Meta", "Autograd"}
 assert by_kind["ramp"] == {"CPU", "Meta", "Autograd", "BackendSelect"}
+assert by_kind["ramp_anywhere"] == {"CompositeExplicitAutograd", "Meta", "Autograd"}
+for device in ["meta", *devices]:
+    made = ramp_anywhere(3, torch.device(device))
+    assert made.device.type == device and made.shape == (3,)
 
 # %%
-# The version counter shows the ``ADInplaceOrView`` kernel at work. A plain
-# in-place ``fill_`` bumps it once. Calling ``fill_with`` bumps it once more
-# than that: once for the ``fill_`` inside the kernel and once in the
-# ``ADInplaceOrView`` kernel, which bumps every argument named in
-# ``mutates_args`` before calling the kernel.
+# The version counter shows the ``ADInplaceOrView`` kernel at work. This
+# operator writes into ``x`` through NumPy, behind PyTorch's back, so nothing
+# inside the kernel can bump the counter. The ``ADInplaceOrView`` kernel
+# bumps it anyway, once, because ``x`` is named in ``mutates_args``:
+
+
+@torch.library.custom_op("internals::fill_through_numpy", mutates_args={"x"})
+def fill_through_numpy(x: Tensor, value: float) -> None:
+    if x.device.type != "cpu" or not x.is_contiguous():
+        raise ValueError("fill_through_numpy needs a contiguous CPU tensor")
+    x.numpy()[...] = value
+
+
+buffer = torch.zeros(3)
+fill_through_numpy(buffer, 7.0)
+print(f"version after fill_through_numpy: {buffer._version}")
+assert buffer._version == 1 and torch.equal(buffer, torch.full((3,), 7.0))
+
+# %%
+# That single bump is what keeps autograd honest. A multiplication saves its
+# inputs for the backward pass together with their versions; writing into one
+# of them afterwards, even through NumPy, makes the backward refuse to run
+# instead of computing a gradient from the new values:
+
+weights = torch.randn(3, requires_grad=True)
+buffer = torch.ones(3)
+loss = (weights * buffer).sum()  # saves buffer for the backward pass
+fill_through_numpy(buffer, 2.0)
+try:
+    loss.backward()
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0][:100]}...")
+    assert "modified by an inplace operation" in str(error)
+else:
+    raise AssertionError("expected autograd to notice the modified buffer")
+
+# %%
+# Whether in-place PyTorch operations *inside* a kernel add bumps of their
+# own depends on the release. Up to PyTorch 2.12, ``custom_op``'s
+# ``ADInplaceOrView`` kernel passed the call on through PyTorch's generic one,
+# which runs the rest of the call with the ``ADInplaceOrView`` key excluded,
+# so a ``fill_`` inside the kernel bumped nothing. From 2.13 it calls the
+# backend kernel directly, the key stays active, and the inner ``fill_`` adds
+# its own bump. ``fill_with`` noted which of the two this release does:
+
+plain, through_op = torch.zeros(3), torch.zeros(3)
+plain.fill_(7.0)
+fill_with(through_op, 7.0)
+print(
+    f"version after fill_: {plain._version}, after fill_with: {through_op._version}; "
+    f"ADInplaceOrView excluded inside the kernel: {ad_inplace_excluded[-1]}"
+)
+inner_bumps = release >= (2, 13)
+print(f"PyTorch {torch.__version__}: the inner fill_ bumps the counter: {inner_bumps}")
+assert plain._version == 1 and torch.equal(through_op, plain)
+assert ad_inplace_excluded[-1] is not inner_bumps
+assert through_op._version == (2 if inner_bumps else 1)
+
+# %%
+# Either way the counter moves at least once per call, which is all autograd
+# needs. ``opcheck`` agrees with the registration for every layout:
 
 for device in devices:
-    plain, through_op = torch.zeros(3, device=device), torch.zeros(3, device=device)
-    plain.fill_(7.0)
-    fill_with(through_op, 7.0)
-    print(
-        f"{device}: version after fill_: {plain._version}, after fill_with: "
-        f"{through_op._version}"
-    )
-    assert plain._version == 1 and through_op._version == plain._version + 1
-    assert torch.equal(through_op, plain)
-    torch.library.opcheck(fill_with, (torch.randn(3, device=device), 7.0))
+    for x in layouts(device=device).values():
+        torch.library.opcheck(fill_with, (x, 7.0))
+for x in layouts().values():
+    if x.is_contiguous():
+        torch.library.opcheck(fill_through_numpy, (x, 7.0))
+print(f"opcheck passed for fill_with on {devices}, and for fill_through_numpy")
 
 # %%
 # For ``ramp``, the ``BackendSelect`` kernel is the one that reads the
@@ -417,6 +531,13 @@ with torch._subclasses.FakeTensorMode(shape_env=shape_env) as fake_mode:
 print(f"fake tensor -> output shape {tuple(fake_output.shape)}")
 assert isinstance(fake_output.shape[0], torch.SymInt)
 
+vectors = {"contiguous": torch.randn(8), "strided": torch.randn(16)[::2]}
+vectors["empty"] = torch.randn(0)
+for vector in vectors.values():
+    torch.library.opcheck(positive_part, (vector,))
+    torch.testing.assert_close(positive_part(vector), vector[vector > 0])
+print(f"opcheck passed for positive_part on {list(vectors)} vectors (1-D only)")
+
 # %%
 # What later registrations change
 # -------------------------------
@@ -493,6 +614,45 @@ if "+autocast" in stages:
     assert stages["+autocast"] - stages["+vmap"] == {"AutocastCPU"}
 
 # %%
+# Both tables fit in one picture. Each square is a kernel registered under
+# that dispatch key; the blue ones sit under *alias* keys, which stand for a
+# whole family of runtime keys (``Autograd`` for ``AutogradCPU``,
+# ``AutogradCUDA`` and the rest). On the left, what ``custom_op`` installs
+# for each kind of operator; on the right, what each registration adds to
+# ``scale``.
+
+ALIAS_KEYS = {"CompositeExplicitAutograd", "Autograd"}
+panels = {
+    "custom_op, by kind of operator": by_kind,
+    "scale, registration by registration": stages,
+}
+fig, axes = plt.subplots(
+    1,
+    2,
+    figsize=(8, 3.8),
+    sharey=True,
+    layout="constrained",
+    width_ratios=[len(by_kind), len(stages)],
+)
+for ax, (title, columns) in zip(axes, panels.items(), strict=True):
+    for column, keys in enumerate(columns.values()):
+        for row, key in enumerate(KEYS):
+            if key in keys:
+                color = "#1f618d" if key in ALIAS_KEYS else "#ca6f1e"
+                ax.plot(column, row, "s", markersize=13, color=color)
+    ax.set_xticks(range(len(columns)), list(columns), rotation=35, ha="right")
+    ax.set_xlim(-0.6, len(columns) - 0.4)
+    ax.set_title(title, fontsize="medium")
+    ax.grid(color="0.9")
+    ax.set_axisbelow(True)
+axes[0].set_yticks(range(len(KEYS)), KEYS)
+axes[0].set_ylim(len(KEYS) - 0.5, -0.5)
+axes[0].plot([], [], "s", color="#1f618d", label="kernel under an alias key")
+axes[0].plot([], [], "s", color="#ca6f1e", label="kernel under a runtime key")
+fig.legend(loc="outside lower center", ncols=2, frameon=False)
+plt.show()
+
+# %%
 # The behaviour did change, of course: meta tensors and backward now work.
 
 meta_output = scale(meta_input, 2.0)
@@ -507,22 +667,35 @@ assert torch.equal(leaf.grad, torch.full((3,), 3.0))
 # still reaches the original function through ``CompositeExplicitAutograd``:
 # a device-specific kernel can be added without giving up the general one.
 # Sparse CPU tensors have a dispatch key of their own, so they show this on
-# any machine.
+# any machine. Up to PyTorch 2.10, the sparse call then fails *after* the
+# general kernel has run: ``custom_op`` checks that no output shares memory
+# with an input, and that check could not read a sparse tensor's storage.
+# The cell says which of the two this release does.
 
 samples = {device: torch.randn(4, device=device) for device in devices}
 samples["sparse cpu"] = torch.randn(4).to_sparse()
+sparse_supported = release >= (2, 11)
 for name, sample in samples.items():
     calls_before = cpu_kernel_calls
-    result = scale(sample, 0.5)
-    torch.testing.assert_close(result.to_dense(), sample.to_dense() * 0.5)
+    try:
+        result = scale(sample, 0.5)
+    except NotImplementedError as error:
+        assert name == "sparse cpu" and not sparse_supported
+        assert "Cannot access storage of SparseTensorImpl" in str(error)
+        outcome = f"then the aliasing check raised {type(error).__name__}"
+    else:
+        assert name != "sparse cpu" or sparse_supported
+        torch.testing.assert_close(result.to_dense(), sample.to_dense() * 0.5)
+        outcome = "and the result is right"
     used_cpu_kernel = cpu_kernel_calls > calls_before
-    print(f"{name:>10}: the CPU-specific kernel ran: {used_cpu_kernel}")
+    print(f"{name:>10}: the CPU-specific kernel ran: {used_cpu_kernel}, {outcome}")
     assert used_cpu_kernel == (name == "cpu")
 
 for device in devices:
-    sample = torch.randn(4, device=device, requires_grad=True)
-    torch.library.opcheck(scale, (sample, 0.5))
-print(f"opcheck passed for internals::scale on {devices}")
+    for requires_grad in (False, True):
+        for sample in layouts(device=device, requires_grad=requires_grad).values():
+            torch.library.opcheck(scale, (sample, 0.5))
+print(f"opcheck passed for internals::scale on {devices}, every layout")
 
 # %%
 # One operator, several handles
@@ -585,13 +758,26 @@ else:
 # %%
 # A definition lives exactly as long as the ``Library`` object that made it.
 # When the object is garbage collected, its definitions and kernels leave the
-# dispatcher, and the name is free again:
+# dispatcher, and the name is free again. Ask the dispatcher itself:
+# ``torch.ops`` is a Python cache in front of it, and up to PyTorch 2.12 that
+# cache kept a stale entry for an operator whose library was collected (it
+# was only cleared when a library was destroyed explicitly; pytorch/pytorch
+# pull request `#181785 <https://github.com/pytorch/pytorch/pull/181785>`_
+# describes the bug and its fix), so ``hasattr(torch.ops...)`` still said yes.
 
 print(f"halve(ones) = {torch.ops.internals.halve(torch.ones(2))}")
 del first_library
 gc.collect()
-print(f"still defined: {hasattr(torch.ops.internals, 'halve')}")
-assert not hasattr(torch.ops.internals, "halve")
+try:
+    torch._C._dispatch_find_schema_or_throw("internals::halve", "")
+except RuntimeError as error:
+    print(f"dispatcher: {type(error).__name__}: {str(error).splitlines()[0]}")
+else:
+    raise AssertionError("expected internals::halve to have left the dispatcher")
+stale_cache = release < (2, 13)
+cached = hasattr(torch.ops.internals, "halve")
+print(f"hasattr(torch.ops.internals, 'halve'): {cached} on PyTorch {torch.__version__}")
+assert cached == stale_cache
 second_library.define("halve(Tensor x) -> Tensor")
 second_library.impl("halve", lambda x: x * 0.5, "CompositeExplicitAutograd")
 assert torch.equal(torch.ops.internals.halve(torch.ones(2)), torch.full((2,), 0.5))
@@ -624,10 +810,14 @@ for divisor in (2.0, 4.0):
 # function, and ``torch.ops.internals.offset`` runs it. Beware of handles you
 # kept from before, though. The old ``CustomOpDef`` still points at the
 # registration that was just destroyed, and PyTorch does not guard against a
-# call through it (a known problem, `pytorch/pytorch#125234
-# <https://github.com/pytorch/pytorch/issues/125234>`_): it may appear to work
-# or crash the interpreter. So this page keeps the old handle only to show that
-# it is a different object, and never calls it.
+# call through it: the call reads memory the dispatcher has already freed, so
+# it may appear to work or crash the interpreter. (Pull request
+# `pytorch/pytorch#197025 <https://github.com/pytorch/pytorch/pull/197025>`_
+# describes this use-after-free and proposes a fix; issue
+# `#98537 <https://github.com/pytorch/pytorch/issues/98537>`_ reports the
+# related crash when ``torch.ops`` calls an operator whose library is gone.)
+# So this page keeps the old handle only to show that it is a different
+# object, and never calls it.
 
 
 @torch.library.custom_op("internals::offset", mutates_args=())
@@ -687,8 +877,9 @@ else:
 #    the arguments in ``mutates_args``.
 # 7. Register your function as the kernel for ``device_types``, under
 #    ``CompositeExplicitAutograd`` when none are given, wrapped in a check
-#    that the outputs do not alias the inputs. Operators with a ``device``
-#    argument but no tensors also get a ``BackendSelect`` kernel.
+#    that the outputs do not alias the inputs. An operator with a ``device``
+#    argument but no tensor, registered for specific ``device_types``, also
+#    gets a ``BackendSelect`` kernel.
 #
 # Two of these steps are checks that can fail. Step 3 refuses a tensor that
 # can only be passed by keyword, and step 6 refuses a hand-written schema
@@ -732,8 +923,13 @@ def clamp_into(x: Tensor, out: Tensor) -> None:
 predicted = {"CompositeExplicitAutograd", "Meta", "Autograd", "ADInplaceOrView"}
 assert registered_keys("internals::clamp_into") == predicted
 for device in devices:
-    x = 3 * torch.randn(6, device=device)
-    torch.library.opcheck(clamp_into, (x, torch.empty_like(x)))
+    outs = layouts(device=device)
+    for x in layouts(device=device).values():
+        x = 3 * x
+        for out in (torch.empty_like(x), outs["permuted"][: x.shape[0]]):
+            torch.library.opcheck(clamp_into, (x, out))
+            clamp_into(x, out)
+            torch.testing.assert_close(out, x.clamp(-1, 1))
 print(f"clamp_into has the predicted keys and passes opcheck on {devices}")
 
 # %%

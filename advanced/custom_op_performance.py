@@ -5,8 +5,8 @@ What a Custom Operator Costs
 After this page you will be able to measure what the operator machinery adds
 to every call, tell whether that overhead matters for your model, and choose
 the cheapest way to keep it out of the way. You will time one tiny operation
-written six ways, from a plain Python function to a C++ operator, and compare
-a graph break with an opaque custom operator inside a compiled model.
+written in several ways, from a plain Python function to C++ operators, and
+compare a graph break with an opaque custom operator inside a compiled model.
 
 .. grid:: 2
 
@@ -25,9 +25,26 @@ a graph break with an opaque custom operator inside a compiled model.
 
        * PyTorch 2.7 or later
        * NumPy and Matplotlib; a C++ compiler and ``ninja`` for the C++
-         variant (the page skips it without them)
+         variants (the page skips them, saying so, without a compiler)
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
        * :ref:`sphx_glr_tutorials_cpp_custom_ops.py`
+
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Check that every variant computes the same values and gradients before
+      timing anything.
+   #. Time per-call overhead with ``torch.utils.benchmark.Timer`` on a CPU
+      thread clock, in interleaved rounds, and report rather than assert.
+   #. Count the Python functions a call runs with ``sys.setprofile``: that
+      count explains the timings and does not vary from run to run.
+   #. Batch small calls, and run inference under ``torch.inference_mode``.
+   #. Under ``torch.compile``, wrap untraceable code in a custom operator with a
+      fake kernel instead of leaving a graph break; count graphs with a
+      backend of your own.
+   #. Move a hot, small operator to C++ only knowing what its dispatch key
+      gives up: a ``CompositeImplicitAutograd`` kernel is not opaque to the
+      compiler.
 
 A custom operator is a promise to the rest of PyTorch: a schema, a kernel per
 device, a fake kernel for the compilers, a formula for autograd. Keeping that
@@ -100,8 +117,8 @@ def scale_shift_backward(ctx, grad_output):
 
 
 # %%
-# Six ways to write it
-# --------------------
+# Several ways to write it
+# ------------------------
 #
 # **An autograd.Function** is the classic way to give PyTorch a hand-written
 # derivative. It is not an operator: ``torch.compile`` traces into it, and it
@@ -176,27 +193,29 @@ torch.library.register_autograd(
 )
 
 # %%
-# ``opcheck`` confirms that both Python operators are registered correctly,
-# on every device this run has:
-
-for device in devices:
-    for op in (scale_shift_op, torch.ops.perf_ops.scale_shift_lowlevel.default):
-        torch.library.opcheck(op, (torch.randn(16, device=device),))
-        torch.library.opcheck(op, (torch.randn(4, 4, device=device).requires_grad_(),))
-print(f"opcheck passed for both Python operators on {devices}")
-
-# %%
-# **A C++ operator** does the same in C++ (see
+# **Two C++ operators** do the same in C++ (see
 # :ref:`sphx_glr_tutorials_cpp_custom_ops.py` for the details of building
-# one). Two things differ from that page:
+# one). The ``perf_ops`` namespace already has its ``DEF`` library (ours, from
+# Python), and a namespace may be defined only once, so the C++ code adds to
+# it with ``TORCH_LIBRARY_FRAGMENT``. The two share one kernel and differ in
+# the dispatch key it is registered for, which changes more than speed:
 #
-# * The ``perf_ops`` namespace already has its ``DEF`` library (ours, from
-#   Python), and a namespace may be defined only once. The C++ code therefore
-#   adds to it with ``TORCH_LIBRARY_FRAGMENT`` instead of ``TORCH_LIBRARY``.
-# * The kernel is registered for ``CompositeImplicitAutograd``. Such a kernel
-#   runs *above* autograd and is made of ordinary ATen calls, so autograd
-#   differentiates those calls, and the operator works on every device,
-#   without any Python on the call path and without a CUDA compiler.
+# * ``scale_shift_cpp`` registers it for ``CompositeImplicitAutograd``. Such a
+#   kernel takes the place of the operator's ``Autograd`` entry: the
+#   operator gets no autograd node of its own, and autograd differentiates
+#   the ATen calls inside the kernel instead. There is no Python on the call
+#   path, with or without grad. But the operator is not opaque: the graph
+#   Dynamo captures, and the first graph of ``torch.export``, still name it,
+#   but every tracing down to ATen operators (AOTAutograd in
+#   ``torch.compile``'s ``aot_eager`` and Inductor backends,
+#   ``run_decompositions`` on an exported program) dissolves it into
+#   ``aten.mul`` and ``aten.add``.
+# * ``scale_shift_cpp_opaque`` registers it for ``CompositeExplicitAutograd``,
+#   like ``custom_op`` does with a Python kernel, and gets its fake kernel
+#   and backward formula from Python. It stays one node in compiled and
+#   exported graphs, and it pays for a trip into Python on the ``Autograd``
+#   key, exactly as ``custom_op`` does. This one is the like-for-like rival
+#   of ``custom_op``: only the kernel's language differs.
 
 CPP_SOURCE = r"""
 #include <ATen/core/Tensor.h>
@@ -216,10 +235,15 @@ at::Tensor scale_shift_cpp(const at::Tensor& x) {
 
 TORCH_LIBRARY_FRAGMENT(perf_ops, m) {
   m.def("scale_shift_cpp(Tensor x) -> Tensor");
+  m.def("scale_shift_cpp_opaque(Tensor x) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(perf_ops, CompositeImplicitAutograd, m) {
   m.impl("scale_shift_cpp", &perf_ops::scale_shift_cpp);
+}
+
+TORCH_LIBRARY_IMPL(perf_ops, CompositeExplicitAutograd, m) {
+  m.impl("scale_shift_cpp_opaque", &perf_ops::scale_shift_cpp);
 }
 """
 
@@ -227,12 +251,13 @@ TORCH_LIBRARY_IMPL(perf_ops, CompositeImplicitAutograd, m) {
 # The build goes into a fixed folder under PyTorch's extension cache
 # (``$TORCH_EXTENSIONS_DIR`` if set), one per Python and PyTorch version, so
 # that a second run of the page finds the finished library and only loads
-# it. Without a compiler or ``ninja`` the C++ variant is left out and the
-# rest of the page runs as usual.
+# it. Without a C++ compiler or ``ninja`` the C++ variants are left out, and
+# the page says so in one line. With them, a failed build stops the page with
+# the compiler's message: a broken build is an error, not a reason to skip.
 
 
-def build_cpp_operator(name="perf_ops_scale_shift"):
-    """Compile or reuse the C++ operator; return a sentence saying which."""
+def build_cpp_operators(name="perf_ops_scale_shift"):
+    """Compile or reuse the C++ operators; return a sentence saying which."""
     compiler = os.environ.get("CXX", "cl" if sys.platform == "win32" else "c++")
     if shutil.which(compiler) is None:
         return f"skipped: no C++ compiler named {compiler!r} on PATH"
@@ -252,19 +277,104 @@ def build_cpp_operator(name="perf_ops_scale_shift"):
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
         options["no_implicit_headers"] = True
     start = time.perf_counter()
-    try:
-        cpp_extension.load_inline(name, [CPP_SOURCE], extra_cflags=["-O2"], **options)
-    except RuntimeError as err:
-        return f"skipped: the build failed ({str(err).splitlines()[0]})"
+    # A failed build raises RuntimeError carrying the compiler's output.
+    cpp_extension.load_inline(name, [CPP_SOURCE], extra_cflags=["-O2"], **options)
     seconds = time.perf_counter() - start
     reused = stamp is not None and os.stat(library).st_mtime_ns == stamp
     action = "loaded the cached build" if reused else "compiled"
     return f"{action} in {seconds:.1f} s ({folder})"
 
 
-cpp_status = build_cpp_operator()
-have_cpp = hasattr(torch.ops.perf_ops, "scale_shift_cpp")
-print(f"C++ operator: {cpp_status}")
+cpp_status = build_cpp_operators()
+have_cpp = not cpp_status.startswith("skipped")
+print(f"C++ operators: {cpp_status}")
+if have_cpp:
+    torch.library.register_fake(
+        "perf_ops::scale_shift_cpp_opaque", scale_shift_fake, lib=low_level_library
+    )
+    torch.library.register_autograd(
+        "perf_ops::scale_shift_cpp_opaque",
+        scale_shift_backward,
+        lib=low_level_library,
+    )
+
+# %%
+# ``opcheck`` confirms that the operators are registered correctly, on every
+# device this run has, for inputs in every layout an operator meets (row-major,
+# non-contiguous, permuted, empty), with and without ``requires_grad``:
+
+operators = {
+    "custom_op": scale_shift_op,
+    "Library": torch.ops.perf_ops.scale_shift_lowlevel.default,
+}
+if have_cpp:
+    operators["C++ implicit"] = torch.ops.perf_ops.scale_shift_cpp.default
+    operators["C++ explicit"] = torch.ops.perf_ops.scale_shift_cpp_opaque.default
+
+
+def layouts(device, grad_modes=(False, True)):
+    """One input per layout, with and without requires_grad."""
+    samples = {
+        "row-major": torch.randn(4, 4, device=device),
+        "non-contiguous": torch.randn(4, 8, device=device)[:, ::2],
+        "permuted": torch.randn(4, 3, device=device).t(),
+        "empty": torch.randn(0, 4, device=device),
+    }
+    for x in samples.values():
+        for requires_grad in grad_modes:
+            yield x.detach().requires_grad_(requires_grad)
+
+
+for device in devices:
+    for op in operators.values():
+        for x in layouts(device):
+            torch.library.opcheck(op, (x,))
+print(f"opcheck passed for {list(operators)} on {devices}")
+
+# %%
+# ``torch.export`` shows what the registration key does to the operator in a
+# graph. Its first graph names both operators. ``run_decompositions``, which
+# lowers an exported program to ATen operators (as AOTInductor needs), keeps
+# the explicit one as a single node and dissolves the implicit one into the
+# ATen calls of its kernel. ``make_fx`` (in ``torch.fx.experimental``), the
+# tracer underneath AOTAutograd, does the same.
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        return self.op(x)
+
+
+def call_targets(graph):
+    return [str(node.target) for node in graph.nodes if node.op == "call_function"]
+
+
+if have_cpp:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    traced = {}
+    for name in ("C++ implicit", "C++ explicit"):
+        op = operators[name]
+        program = torch.export.export(Wrapper(op), (torch.randn(16),))
+        traced[name] = {
+            "export": call_targets(program.graph),
+            "run_decompositions": call_targets(program.run_decompositions().graph),
+            "make_fx": call_targets(make_fx(op)(torch.randn(16)).graph),
+        }
+        for step, targets in traced[name].items():
+            print(f"{name:>13}, {step:<18}: {targets}")
+    explicit = ["perf_ops.scale_shift_cpp_opaque.default"]
+    assert all(targets == explicit for targets in traced["C++ explicit"].values())
+    assert traced["C++ implicit"]["export"] == ["perf_ops.scale_shift_cpp.default"]
+    for step in ("run_decompositions", "make_fx"):
+        targets = traced["C++ implicit"][step]
+        assert len(targets) == 2 and all(t.startswith("aten.") for t in targets)
+else:
+    print("No C++ operators in this run: the export check is skipped.")
 
 # %%
 # Same answers everywhere
@@ -282,9 +392,10 @@ variants = {
     "Library via torch.ops": torch.ops.perf_ops.scale_shift_lowlevel,
 }
 if have_cpp:
-    variants["C++ op via torch.ops"] = torch.ops.perf_ops.scale_shift_cpp
+    variants["C++ implicit via torch.ops"] = torch.ops.perf_ops.scale_shift_cpp
+    variants["C++ explicit via torch.ops"] = torch.ops.perf_ops.scale_shift_cpp_opaque
 else:
-    print("The C++ variant is left out of this run.")
+    print("The C++ variants are left out of this run.")
 
 for device in devices:
     sample = torch.randn(16, device=device, requires_grad=True)
@@ -412,11 +523,15 @@ plt.show()
 # The sentences below are computed from this run's timings, so they describe
 # the machine that built the page. Timings are not asserted: a busy machine
 # must not break the page. Instead the last lines say whether this run saw
-# the three relations one expects: the Python ``custom_op`` costs clearly more
+# the relations one expects: the Python ``custom_op`` costs clearly more
 # than the plain function, calling it directly or through ``torch.ops`` makes
-# little difference, and the C++ operator is cheaper than the Python one. The
-# next section explains them with something that does not vary from run to
-# run: a count of the Python functions each call goes through.
+# little difference, and each C++ operator is cheaper than the Python one.
+# Only the explicit C++ operator is a like-for-like rival, though: it goes
+# through the same ``Autograd`` layer in Python, so the gap measures the
+# kernel's language alone. The implicit one has no ``Autograd`` entry to go
+# through and gives up being one node in a graph. The next section explains
+# the numbers with something that does not vary from run to run: a count of
+# the Python functions each call goes through.
 
 
 def us(name, mode="no grad"):
@@ -443,12 +558,15 @@ expected = {
     "torch.ops and the direct call are within 1.5x": 1 / 1.5 < via_ops / direct < 1.5,
 }
 if have_cpp:
-    cpp = us("C++ op via torch.ops")
-    print(
-        f"C++ operator: {cpp / baseline:.1f}x the plain function; the custom_op "
-        f"costs {direct / cpp:.1f}x as much as the C++ operator."
-    )
-    expected["the C++ operator is cheaper than the custom_op"] = cpp < direct
+    for kind in ("implicit", "explicit"):
+        cpp = us(f"C++ {kind} via torch.ops")
+        print(
+            f"C++ {kind} operator: {cpp / baseline:.1f}x the plain function; the "
+            f"custom_op costs {direct / cpp:.1f}x as much."
+        )
+        expected[f"the {kind} C++ operator is cheaper than the custom_op"] = (
+            cpp < direct
+        )
 report(expected)
 
 # %%
@@ -502,9 +620,11 @@ print(textwrap.fill(" -> ".join(trips["custom_op, called directly", "no grad"]),
 # kernel, and each trip converts the arguments between C++ and Python.
 # ``custom_op`` wraps the kernel in more layers of its own than the low-level
 # registration does. Under ``inference_mode`` the autograd layer drops out.
-# ``torch.ops`` enters through one Python function, which for the C++
-# operator is all the Python that runs. The cell checks each of these
-# statements:
+# ``torch.ops`` enters through one Python function, which for the implicit
+# C++ operator is all the Python that runs, in every mode. The explicit C++
+# operator still calls back into Python for its ``Autograd`` entry, and only
+# under ``inference_mode`` shrinks to that one function. The cell checks each
+# of these statements:
 
 plain_trips = [entry.split(":")[-1] for entry in trips["Python function", "no grad"]]
 assert plain_trips == ["scale_shift_python", "check_floating"], plain_trips
@@ -516,9 +636,14 @@ assert len(via_ops_trips) > len(low_level_trips)
 for name in ("custom_op, called directly", "Library via torch.ops"):
     assert len(trips[name, "inference"]) < len(trips[name, "no grad"])
 if have_cpp:
-    cpp_trips = trips["C++ op via torch.ops", "no grad"]
-    print(f"C++ operator: {cpp_trips}")
-    assert len(cpp_trips) == 1 and cpp_trips[0].startswith("_ops.py:"), cpp_trips
+    for mode in ("no grad", "grad", "inference"):
+        cpp_trips = trips["C++ implicit via torch.ops", mode]
+        assert len(cpp_trips) == 1 and cpp_trips[0].startswith("_ops.py:"), cpp_trips
+    opaque_trips = trips["C++ explicit via torch.ops", "no grad"]
+    print(f"implicit C++ operator: {cpp_trips}")
+    print(f"explicit C++ operator, no grad: {len(opaque_trips)} functions")
+    assert len(opaque_trips) > 1
+    assert len(trips["C++ explicit via torch.ops", "inference"]) == 1
 
 # %%
 # ``torch.ops.perf_ops.scale_shift`` is an *overload packet*: it picks the
@@ -688,12 +813,13 @@ def apply_curve(x: torch.Tensor) -> torch.Tensor:
 @apply_curve.register_fake
 def _(x):
     check_floating(x)
-    return torch.empty_like(x)
+    return x.new_empty(x.shape)  # np.interp always returns a row-major array
 
 
 for device in devices:
-    torch.library.opcheck(apply_curve, (torch.randn(8, 32, device=device),))
-print(f"opcheck passed for perf_ops::apply_curve on {devices}")
+    for x in layouts(device, grad_modes=(False,)):
+        torch.library.opcheck(apply_curve, (x,))
+print(f"opcheck passed for perf_ops::apply_curve on {devices}, every layout")
 
 # %%
 # The model is a linear layer, the curve, and another linear layer. Two copies
@@ -718,7 +844,8 @@ net_op.load_state_dict(net_numpy.state_dict())
 # %%
 # ``torch._dynamo.explain`` traces a function the way ``torch.compile`` would
 # and reports the graphs it found and why each break happened. It lives in a
-# private module because no public API counts graph breaks. It also resets
+# private module, and no public API gives the reasons; the number of graphs
+# can be had publicly, as the next cell shows. ``explain`` also resets
 # Dynamo's caches, so we call it before compiling anything.
 
 with torch.no_grad():
@@ -740,21 +867,36 @@ assert len(op_nodes) == 1
 
 # %%
 # Now the timings, over four batch sizes, without autograd. ``dynamic=True``
-# compiles once for all sizes instead of once per size. The backend is
-# ``aot_eager``: it captures and traces the model exactly as the default
-# Inductor backend does, graph breaks included, but then runs the traced
-# operators as they are instead of generating and compiling new kernels,
-# which is the expensive part of compiling. To try Inductor, change
-# ``BACKEND``.
+# compiles once for all sizes instead of once per size. The backend is a
+# small one of our own, built only from the public backend interface: a
+# backend is any callable that receives each graph Dynamo captured and
+# returns something to run. Ours counts the graphs and runs each one as it
+# is. Dynamo's part, capturing graphs with fake tensors and breaking them where
+# it cannot trace, is the same whatever the backend; what ours leaves out is
+# everything a real backend does next: AOTAutograd's joint tracing, and
+# Inductor's decompositions, partitioning and code generation, the expensive
+# part of compiling. To time Inductor, pass ``backend="inductor"`` instead
+# (the counts below need the counting backend).
 
-BACKEND = "aot_eager"
-compiled_numpy = torch.compile(net_numpy, backend=BACKEND, dynamic=True)
-compiled_op = torch.compile(net_op, backend=BACKEND, dynamic=True)
+
+class CountingBackend:
+    """A torch.compile backend that counts the graphs it is handed."""
+
+    def __init__(self):
+        self.graphs = 0
+
+    def __call__(self, graph_module, example_inputs):
+        self.graphs += 1
+        return graph_module.forward
+
+
+backends = {"graph break": CountingBackend(), "custom op": CountingBackend()}
+compiled_numpy = torch.compile(net_numpy, backend=backends["graph break"], dynamic=True)
+compiled_op = torch.compile(net_op, backend=backends["custom op"], dynamic=True)
 models = {"eager": net_numpy, "graph break": compiled_numpy, "custom op": compiled_op}
 batch_sizes = [8, 128, 2048, 16384]
 
-stats = torch._dynamo.utils.counters["stats"]
-new_graphs = {name: [] for name in models}
+new_graphs = {name: [] for name in backends}
 model_stmts = {}
 with torch.no_grad():
     start = time.perf_counter()
@@ -762,9 +904,10 @@ with torch.no_grad():
         x = torch.randn(batch, 32)
         expected = net_numpy(x)
         for name, model in models.items():
-            graphs_before = stats["unique_graphs"]
+            graphs_before = backends[name].graphs if name in backends else 0
             torch.testing.assert_close(model(x), expected)
-            new_graphs[name].append(stats["unique_graphs"] - graphs_before)
+            if name in backends:
+                new_graphs[name].append(backends[name].graphs - graphs_before)
             model_stmts[batch, name] = (model, x)
     print(f"compiling and checking took {time.perf_counter() - start:.1f} s")
     model_seconds = time_per_call(model_stmts, rounds=7, block_seconds=0.01)
@@ -775,10 +918,9 @@ for batch in batch_sizes:
     print(f"{batch:>7}" + "".join(f"{model_micros[batch, m]:>18.1f}" for m in models))
 
 # %%
-# The three versions agree at every size. Dynamo's internal counter of
-# compiled graphs (a private statistic, used here because no public API
-# reports it) shows how many graphs each first call produced, and that the
-# later sizes produced none:
+# The three versions agree at every size. The counting backends show how
+# many graphs each first call produced, and that the later sizes produced
+# none:
 
 for name in ("graph break", "custom op"):
     print(f"{name:>12}: new graphs per batch size {new_graphs[name]}")
@@ -796,7 +938,7 @@ ax.set_xscale("log")
 ax.set_yscale("log")
 ax.set_xlabel("batch size (rows of 32 numbers)")
 ax.set_ylabel("microseconds per forward pass")
-ax.set_title(f"CurveNet forward pass, backend={BACKEND!r}")
+ax.set_title("CurveNet forward pass, counting backend")
 ax.legend(fontsize="small")
 plt.show()
 
@@ -838,10 +980,10 @@ report(
 #   another compiled piece to enter and leave, each with its own guards and
 #   wrappers, plus the Python code that runs between them.
 # * At the same batch, both compiled versions are expected to be slower than
-#   eager mode. Calling a compiled model has a cost of its own on every call,
-#   and with ``aot_eager`` nothing is won back, because the operators
-#   themselves run unchanged. At this batch size the model is too small for
-#   compilation to pay off.
+#   eager mode. Calling a compiled model has a cost of its own on every call
+#   (guards, wrappers), and with the counting backend nothing is won back,
+#   because the operators themselves run unchanged. At this batch size the
+#   model is too small for compilation to pay off.
 # * At the largest batch all three should take about the same time (within a
 #   factor of two), because ``np.interp`` on a large array dominates.
 #
@@ -885,8 +1027,15 @@ if len(devices) == 1:
 #   ``torch.compile`` capture the region around it.
 # * **Register the operator in C++** (see
 #   :ref:`sphx_glr_tutorials_cpp_custom_ops.py`) when a hot, small operator
-#   must stay fast with autograd on: a C++ kernel, with a C++ autograd
-#   formula or built from ATen calls as here, never returns to Python.
+#   must stay fast. A C++ kernel with its backward registered from Python
+#   (the explicit operator above) still enters Python on the ``Autograd`` key
+#   whenever autograd is on; only ``inference_mode`` removes that trip. To keep
+#   Python off the call path with autograd on, the backward must be C++ too:
+#   a ``torch::autograd::Function`` registered for the ``Autograd`` key keeps
+#   the operator one opaque node, while a ``CompositeImplicitAutograd`` kernel
+#   built from ATen calls (the implicit operator above) is cheaper to write
+#   but dissolves into those calls under ``torch.compile`` and
+#   ``torch.export``.
 # * **On a GPU, use CUDA graphs** (``torch.compile(mode="reduce-overhead")``
 #   or ``torch.cuda.graph``), which record a sequence of kernel launches once
 #   and replay it without the CPU launching each kernel again. They work best
@@ -905,7 +1054,8 @@ if len(devices) == 1:
 # avoiding graph breaks is one of the main reasons to write a custom operator
 # in the first place. When the per-call cost does matter, batch the work,
 # switch autograd off with ``inference_mode``, keep the model in one graph, or
-# move the operator to C++.
+# move the operator to C++, choosing its dispatch key for what it keeps and
+# what it gives up.
 #
 # Related pages:
 #
