@@ -29,8 +29,27 @@ comparing against a plain loop.
 
        * PyTorch 2.7 or later (2.5 for ``register_vmap`` and
          ``register_torch_dispatch``, 2.7 for ``register_autocast``)
-       * NumPy
+       * NumPy and Matplotlib
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
+
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Training: ``register_autograd(backward, setup_context=...)``, saving
+      tensors with ``ctx.save_for_backward`` and writing ``backward`` with
+      differentiable operations; test with ``gradcheck`` and
+      ``gradgradcheck``.
+   #. A faster kernel for one device type: ``register_kernel("cuda")``; the
+      function decorated with ``custom_op`` stays the default for the others.
+   #. Batching: ``register_vmap``, returning the output and its batch
+      dimension; compare with a Python loop.
+   #. Mixed precision: ``register_autocast(op, device_type, dtype)``, knowing
+      that it casts every floating-point input but float64, up or down.
+   #. A dispatch mode that must handle the operator specially:
+      ``register_torch_dispatch(ModeClass)``.
+   #. Run ``opcheck`` with samples that require grad, are empty,
+      non-contiguous or permuted, then count which kernel ran where it
+      matters.
 
 A custom operator made with ``torch.library.custom_op`` starts out as a single
 kernel that PyTorch calls as a black box. Every PyTorch subsystem that meets
@@ -43,9 +62,9 @@ required; you add the ones your users need.
 # Setting up
 # ----------
 #
-# The page runs on the CPU, and also on a CUDA device when it finds one. Three
-# of the registrations are newer than the page's minimum PyTorch version; each
-# section checks for its API and says so when it skips.
+# The page runs on the CPU, and also on a CUDA device when it finds one. The
+# first cell checks that this PyTorch has each registration API, and a section
+# whose API is missing says so when it skips.
 
 import sys
 
@@ -57,6 +76,7 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
 import warnings
 from collections import Counter
 
+import matplotlib.pyplot as plt
 import numpy as np
 from torch import Tensor
 from torch.autograd.gradcheck import GradcheckError
@@ -65,6 +85,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 HAS_VMAP_RULES = hasattr(torch.library, "register_vmap")  # PyTorch 2.5
 HAS_DISPATCH_RULES = hasattr(torch.library, "register_torch_dispatch")  # 2.5
 HAS_AUTOCAST_RULES = hasattr(torch.library, "register_autocast")  # 2.7
+# For behaviour that changed between releases without a feature to test for.
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
 
 torch.manual_seed(0)
 np.random.seed(0)
@@ -86,8 +108,12 @@ print(
 # ------------------------------------
 #
 # ``softplus(x) = log(1 + exp(x))`` is a smooth version of ReLU. NumPy computes
-# it without overflow as ``np.logaddexp(0, x)``; NumPy stands in for any code
-# that PyTorch cannot trace.
+# it without overflow as ``np.logaddexp(0, x)``. NumPy plays the part of the
+# library you would wrap, a C extension or a kernel of your own; it is a gentle
+# stand-in, because Dynamo can trace this call by translating it into PyTorch
+# operators (the first check below), whereas a C extension is closed to it. The
+# registrations on this page do not depend on the difference: the kernel of a
+# custom operator is never traced.
 #
 # The default kernel, the function decorated with ``custom_op``, must work for
 # tensors on any device. It copies its input to the CPU for NumPy and the result
@@ -125,6 +151,14 @@ def _(x):
     return torch.empty_like(x)
 
 
+def numpy_softplus(x):
+    return torch.from_numpy(np.logaddexp(0, x.numpy()))
+
+
+traced = torch._dynamo.explain(numpy_softplus)(torch.randn(4))
+print(f"graph breaks when Dynamo traces the NumPy call: {traced.graph_break_count}")
+assert traced.graph_break_count == 0
+
 x = 10 * torch.randn(5, 6)
 torch.testing.assert_close(softplus(x), torch.nn.functional.softplus(x))
 print(f"softplus matches torch.nn.functional.softplus; kernels so far: {dict(calls)}")
@@ -134,11 +168,25 @@ assert calls == {"default": 1}
 # Device-specific kernels with ``register_kernel``
 # ------------------------------------------------
 #
-# The round trip through CPU memory is wasteful where it can be avoided. On the
-# CPU, NumPy can read the tensor's memory directly, so a CPU kernel skips both
-# copies. For CUDA tensors we register a kernel that stays on the GPU; PyTorch's
-# own softplus stands in for the CUDA kernel you would write. Registering the
-# CUDA kernel does no harm on a machine without CUDA: it simply never runs.
+# The default kernel serves every device by moving the input to the CPU for
+# NumPy and the result back. On a CPU tensor the moves cost nothing:
+# ``.cpu()`` returns the tensor itself, NumPy reads its memory in place, and
+# ``.to("cpu")`` returns the result itself (checked below). On a CUDA tensor
+# they are two copies between GPU and host per call, which a kernel that stays
+# on the GPU avoids.
+#
+# ``register_kernel`` adds a kernel for one device type. We register one for
+# CUDA, with PyTorch's own softplus standing in for the GPU kernel you would
+# write (registering it does no harm on a machine without CUDA: it simply never
+# runs), and one for the CPU that calls NumPy directly. The CPU kernel does the
+# same work as the default one here; a real project would register one when
+# the CPU has a better implementation than the portable path. The default
+# kernel remains for every other device type.
+
+
+x = torch.randn(5, 6)
+assert x.cpu() is x and np.shares_memory(x.numpy(), x.detach().cpu().numpy())
+assert x.to("cpu") is x
 
 
 @softplus.register_kernel("cpu")
@@ -243,16 +291,35 @@ def backward(ctx, grad_output):
 
 softplus.register_autograd(backward, setup_context=save_input)
 
+# %%
+# ``opcheck`` gets samples that require grad and samples that don't, an empty
+# one, and two in unusual memory layouts: every other column of a wider
+# matrix (not contiguous) and a transposed matrix (dense, but not row-major).
+# The kernels' outputs keep a dense input's layout, as ``torch.empty_like``
+# in the fake kernel promises and as PyTorch's own softplus does (the strides
+# of an empty tensor mean nothing, so that one is left out of the comparison).
+
+
+def softplus_samples(device):
+    return [
+        torch.randn(5, 6, device=device, requires_grad=True),
+        torch.randn(3, dtype=torch.float64, device=device),
+        torch.randn(0, 4, device=device, requires_grad=True),
+        torch.randn(4, 12, device=device)[:, ::2].requires_grad_(),
+        torch.randn(6, 4, dtype=torch.float64, device=device).t(),
+    ]
+
+
 for device in devices:
     x = torch.randn(5, dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(softplus, (x,))
     assert torch.autograd.gradgradcheck(softplus, (x,))
-    for example in (
-        torch.randn(5, 6, device=device, requires_grad=True),
-        torch.randn(3, dtype=torch.float64, device=device),
-        torch.randn(0, 4, device=device, requires_grad=True),
-    ):
+    for example in softplus_samples(device):
         torch.library.opcheck(softplus, (example,))
+        expected = torch.nn.functional.softplus(example)
+        torch.testing.assert_close(softplus(example), expected)
+        if example.numel():
+            assert softplus(example).stride() == expected.stride()
 print(f"gradcheck, gradgradcheck and opcheck pass on {devices}")
 
 # %%
@@ -281,6 +348,12 @@ else:
 # It knows how to batch PyTorch's operators, but not ours. Without a rule,
 # ``vmap`` falls back to a loop: it calls the kernel once per example and warns
 # about the lost performance. We count kernel calls to see it.
+#
+# Where the warning goes depends on the release. From PyTorch 2.14 it is a
+# Python ``UserWarning`` that ``warnings.catch_warnings`` records; older
+# releases print it from C++ straight to the process's standard error, where
+# the ``warnings`` module never sees it (in a terminal you still read it; on
+# this web page it does not appear).
 
 if HAS_VMAP_RULES:
     batch = torch.randn(8, 5)
@@ -288,11 +361,14 @@ if HAS_VMAP_RULES:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         batched = torch.vmap(softplus)(batch)
-    messages = [str(warning.message) for warning in caught]
+    messages = [str(w.message) for w in caught if "performance drop" in str(w.message)]
     print(f"without a vmap rule: kernel calls {dict(calls)}")
-    print(f"warning: {messages[0].split('. ')[0]}.")
+    if messages:
+        print(f"Python warning: {messages[0].split('. ')[0]}.")
+    else:
+        print("no Python warning: this release printed it from C++ to stderr")
     assert calls == {"cpu": len(batch)}
-    assert any("performance drop" in message for message in messages)
+    assert bool(messages) == (RELEASE >= (2, 14))
     torch.testing.assert_close(batched, torch.nn.functional.softplus(batch))
 else:
     print("register_vmap needs PyTorch 2.5; skipped")
@@ -357,11 +433,11 @@ else:
     print("register_autocast needs PyTorch 2.7; skipped")
 
 # %%
-# ``register_autocast`` declares the dtype the operator needs. Inside an
-# autocast region for that device type, floating-point inputs in lower
-# precision are cast to it before the operator runs. We ask for float32 on both
-# device types; float64 inputs are left alone, and outside autocast nothing
-# changes at all.
+# ``register_autocast`` declares the dtype the operator runs in. Inside an
+# autocast region for that device type, every floating-point input except a
+# float64 one is cast to that dtype before the operator runs. We ask for
+# float32 on both device types, so bfloat16 and float16 inputs are widened;
+# float64 inputs are left alone, and outside autocast nothing changes at all.
 
 if HAS_AUTOCAST_RULES:
     torch.library.register_autocast(softplus, "cpu", torch.float32)
@@ -391,6 +467,34 @@ if HAS_AUTOCAST_RULES:
             print(f"{device}: outside autocast, bfloat16 is still refused")
         else:
             raise AssertionError("expected no casting outside autocast")
+else:
+    print("register_autocast needs PyTorch 2.7; skipped")
+
+# %%
+# The cast goes both ways. A rule that asks for bfloat16 narrows float32 (and
+# converts float16) inputs to bfloat16, and still leaves float64 alone. So a
+# low-precision rule on an operator that needs float32 accuracy silently
+# throws it away. A second operator, which only reports the dtype it received,
+# shows it:
+
+if HAS_AUTOCAST_RULES:
+    received = []
+
+    @torch.library.custom_op("registrations::received_dtype", mutates_args=())
+    def received_dtype(x: Tensor) -> Tensor:
+        received.append(x.dtype)
+        return x.clone()
+
+    torch.library.register_autocast(received_dtype, "cpu", torch.bfloat16)
+    sent = [torch.float16, torch.float32, torch.float64]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for dtype in sent:
+            received_dtype(torch.randn(3, dtype=dtype))
+    for before, after in zip(sent, received, strict=True):
+        print(f"bfloat16 rule: {before} arrives as {after}")
+    assert received == [torch.bfloat16, torch.bfloat16, torch.float64]
+else:
+    print("register_autocast needs PyTorch 2.7; skipped")
 
 # %%
 # Dispatch modes with ``register_torch_dispatch``
@@ -504,12 +608,14 @@ expected_extra = {
     "under OperatorLog": {"dispatch rule": 1, "cpu": 1},
 }
 columns = ["default", "cpu", "cuda", "fake", "vmap rule", "dispatch rule"]
+table = {}
 print(f"{'condition':<25}" + "".join(f"{name:>{len(name) + 2}}" for name in columns))
 for name, run, expected in conditions:
     calls.clear()
     run()
     counts = dict(calls)
-    cells = [f"{counts.get(c, 0):>{len(c) + 2}}" for c in columns]
+    table[name] = [counts.get(c, 0) for c in columns]
+    cells = [f"{n:>{len(c) + 2}}" for c, n in zip(columns, table[name], strict=True)]
     print(f"{name:<25}" + "".join(cells))
     expected = expected or expected_extra[name]
     assert counts.keys() == expected.keys(), (name, counts)
@@ -520,7 +626,25 @@ for name, run, expected in conditions:
 # The compiled function ran the fake kernel only while tracing, on the first
 # call, and the CPU kernel on every call. The autocast row ran the CPU kernel
 # with a float32 input. The vmap and dispatch rules each ran once and called
-# the CPU kernel themselves.
+# the CPU kernel themselves. The same table as a picture, one square per
+# condition and kernel, filled where that kernel ran:
+
+ran = np.array(list(table.values()))
+fig, ax = plt.subplots(figsize=(7, 1.3 + 0.42 * len(table)), layout="constrained")
+ax.imshow(ran > 0, cmap="Blues", vmin=0, vmax=1.4, aspect="auto")
+for (row, column), count in np.ndenumerate(ran):
+    color = "white" if count else "0.55"
+    ax.text(
+        column, row, str(count) if count else "-", ha="center", va="center", color=color
+    )
+ax.set_xticks(range(len(columns)))
+ax.set_xticklabels([name.replace(" ", "\n") for name in columns])
+ax.xaxis.tick_top()
+ax.set_yticks(range(len(table)))
+ax.set_yticklabels(list(table))
+ax.tick_params(length=0)
+ax.set_title("Kernel calls of registrations::softplus, per condition", pad=12)
+plt.show()
 #
 # Conclusion
 # ----------

@@ -28,6 +28,23 @@ once, and to let ``opcheck`` catch a fake kernel that promises the wrong shape.
        * NumPy and Matplotlib
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Compute the output size in the fake kernel with ordinary arithmetic on
+      the input sizes (``+``, ``-``, ``*``, ``//``, ``%``); never call
+      ``int()`` on them.
+   #. If the size depends on the values, return
+      ``torch.library.get_ctx().new_dynamic_size()``.
+   #. Run the same argument checks in the fake kernel as in the real one.
+   #. Test with ``opcheck`` on samples that include an empty and a
+      non-contiguous input; its ``test_aot_dispatch_dynamic`` traces with
+      symbolic sizes.
+   #. Count compilations with a small counting backend, or make a
+      recompilation an error with ``torch.compiler.set_stance``.
+   #. Before branching on a data-dependent size, state the fact with
+      ``torch._check``.
+
 A fake kernel answers one question for the compiler: given inputs that have a
 shape, a dtype and a device but no data, what does the output look like? With
 static shapes the answer is made of plain integers. Once the compiler wants a
@@ -45,10 +62,10 @@ kinds:
 # Setting up
 # ----------
 #
-# Every operator on this page wraps a NumPy routine, standing in for any code
-# that PyTorch cannot trace. NumPy only reads CPU memory, so the kernels copy
-# CUDA inputs to the CPU and copy the result back, which keeps the operators
-# usable on every device this run has.
+# Every operator on this page wraps a NumPy routine, playing the part of the
+# library you would wrap. NumPy only reads CPU memory, so the kernels copy CUDA
+# inputs to the CPU and copy the result back, which keeps the operators usable
+# on every device this run has.
 
 import sys
 
@@ -57,9 +74,15 @@ import torch
 if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
 
+import contextlib
+import inspect
+import logging
+
 import matplotlib.pyplot as plt
 import numpy as np
-from torch.testing._internal.optests.generate_tests import OpCheckError
+
+# For behaviour that changed between releases without a feature to test for.
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
 
 torch.manual_seed(0)
 np.random.seed(0)
@@ -68,10 +91,6 @@ hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CU
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 
 # %%
-# ``OpCheckError`` is what ``torch.library.opcheck`` raises when one of its
-# tests fails. PyTorch does not export it from a public module, so we import it
-# from where it is defined, in order to catch it further down.
-#
 # To count compilations we use a small ``torch.compile`` backend of our own. A
 # backend is any callable that receives the graph Dynamo captured and returns
 # something to run. This one counts how often it is called and runs the graph
@@ -96,6 +115,32 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 def check_1d(t: torch.Tensor, name: str) -> None:
     if t.dim() != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
+
+
+# %%
+# How opaque is NumPy to the compiler? Dynamo translates some NumPy calls on
+# tensors into PyTorch operators and gives up on others with a graph break.
+# Of the three routines this page wraps, it traces ``np.concatenate`` and stops
+# at ``np.pad`` and ``np.unique``; the reason it gives for ``np.unique`` is
+# that the output size depends on the data, the subject of this page's last
+# section. Wrapped in a custom operator, each is one opaque node either way:
+# the compiler never traces a custom operator's kernel.
+
+numpy_routines = {
+    "np.concatenate": lambda t: torch.from_numpy(np.concatenate([t.numpy()] * 2)),
+    "np.pad": lambda t: torch.from_numpy(np.pad(t.numpy(), (0, 3))),
+    "np.unique": lambda t: torch.from_numpy(np.unique(t.numpy())),
+}
+break_reasons = {}
+for name, routine in numpy_routines.items():
+    explanation = torch._dynamo.explain(routine)(torch.randn(5))
+    break_reasons[name] = [
+        str(r.reason).splitlines()[0] for r in explanation.break_reasons
+    ]
+    print(f"{name}: {explanation.graph_break_count} graph breaks {break_reasons[name]}")
+assert break_reasons["np.concatenate"] == []
+assert break_reasons["np.pad"] and break_reasons["np.unique"]
+assert "dynamic shape" in break_reasons["np.unique"][0].lower()
 
 
 # %%
@@ -137,10 +182,28 @@ def _(a, b):
     return a.new_empty(length)
 
 
+# %%
+# The ``opcheck`` samples include an empty input and a non-contiguous one
+# (every other element of a longer tensor). For 1-D tensors those are the
+# layouts there are: every dense 1-D tensor is contiguous. None requires grad,
+# because these operators register no backward.
+
+
+def samples_1d(device, length=7):
+    """A fresh 1-D tensor, an empty one and every other element of a longer one."""
+    return [
+        torch.randn(length, device=device),
+        torch.randn(0, device=device),
+        torch.randn(2 * length, device=device)[::2],
+    ]
+
+
+assert not samples_1d("cpu")[2].is_contiguous()
 for device in devices:
-    a, b = torch.randn(3, device=device), torch.randn(4, device=device)
-    torch.library.opcheck(concat, (a, b))
-    torch.testing.assert_close(concat(a, b), torch.cat([a, b]))
+    for a in samples_1d(device):
+        for b in samples_1d(device, length=4):
+            torch.library.opcheck(concat, (a, b))
+            torch.testing.assert_close(concat(a, b), torch.cat([a, b]))
 print(f"opcheck passed and concat matches torch.cat on {devices}")
 
 # %%
@@ -252,8 +315,8 @@ def _(x, multiple):
 
 
 for device in devices:
-    for length in [0, 5, 8, 13]:
-        x = torch.randn(length, device=device)
+    for x in [*samples_1d(device), *(torch.randn(n, device=device) for n in (8, 13))]:
+        length = x.shape[0]
         torch.library.opcheck(pad_to_multiple, (x, 8))
         expected = torch.nn.functional.pad(x, (0, padded_length(length, 8) - length))
         torch.testing.assert_close(pad_to_multiple(x, 8), expected)
@@ -350,10 +413,54 @@ plt.show()
 # Finding the guard that caused it
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 #
-# Since PyTorch 2.6, ``torch.compiler.set_stance("fail_on_recompile")`` turns
-# any recompilation into an error whose message lists the guards that failed.
-# That points straight at the size the fake kernel fixed. The symbolic version
-# runs under the same stance without complaint.
+# Every release this page supports can log each recompilation together with
+# the guards that failed: set the environment variable
+# ``TORCH_LOGS="recompiles"``, or call ``torch._logging.set_logs(recompiles=True)``
+# from Python (a documented function in a private-looking module). The log
+# goes to standard error; here a ``logging.Handler`` also collects it, so that
+# the page can print the guard lines. A fresh compiled function, three
+# lengths:
+
+
+class RecompileLog(logging.Handler):
+    """Keep the lines of Dynamo's "recompiles" log records."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        if record.name.endswith("__recompiles"):
+            self.lines += [line.strip() for line in record.getMessage().splitlines()]
+
+
+recompile_log = RecompileLog()
+dynamo_logger = logging.getLogger("torch._dynamo")
+torch._logging.set_logs(recompiles=True)
+dynamo_logger.addHandler(recompile_log)
+try:
+    fresh_bad = torch.compile(
+        lambda x: pad_to_multiple_specialized(x, 8) + 1,
+        backend=CountingBackend(),
+        dynamic=True,
+    )
+    for length in lengths[:3]:
+        fresh_bad(torch.randn(length))
+finally:
+    dynamo_logger.removeHandler(recompile_log)
+    torch._logging.set_logs()
+logged_guards = [line for line in recompile_log.lines if "size mismatch" in line]
+print("\n".join(logged_guards))
+assert len(logged_guards) == 1 + 2  # one failed guard, then two
+assert all(f"expected {n}," in "".join(logged_guards) for n in lengths[:2])
+
+# %%
+# ``torch.compiler.set_stance("fail_on_recompile")`` (PyTorch 2.6 and later)
+# goes further and turns any recompilation into an error, which is how a test
+# can make sure a compiled function stays compiled. From PyTorch 2.10 the
+# error message lists the failed guards as well; older releases only say that
+# a recompilation happened, and the log above is the way to learn why. The
+# symbolic version runs under the same stance without complaint.
 
 if hasattr(torch.compiler, "set_stance"):
     new_input = torch.randn(25)
@@ -367,12 +474,16 @@ if hasattr(torch.compiler, "set_stance"):
             lines = str(err).splitlines()
             print(f"{type(err).__name__}: {lines[0].split(' filename:')[0]}")
             mismatches = [line.strip() for line in lines if "size mismatch" in line]
-            print("\n".join(mismatches))
-            assert len(mismatches) == bad_counter.compilations
-            expected_lengths = [
-                int(m.split("expected ")[1].split(",")[0]) for m in mismatches
-            ]
-            assert sorted(expected_lengths) == sorted(lengths)
+            print(f"the message lists the failed guards: {bool(mismatches)}")
+            for line in mismatches:
+                print(line)
+            assert bool(mismatches) == (RELEASE >= (2, 10))
+            if mismatches:
+                assert len(mismatches) == bad_counter.compilations
+                expected_lengths = [
+                    int(m.split("expected ")[1].split(",")[0]) for m in mismatches
+                ]
+                assert sorted(expected_lengths) == sorted(lengths)
         else:
             raise AssertionError("expected the specialized fake kernel to recompile")
     assert good_counter.compilations == 1
@@ -380,9 +491,9 @@ else:
     print("torch.compiler.set_stance needs PyTorch 2.6 or later; skipped")
 
 # %%
-# There is one failed guard per cached graph, and each says that its graph
-# expected one particular length for ``x``: the length of the example it was
-# traced with, fixed by ``int()``. In a fake kernel, keep sizes as they come
+# Each failed guard says that a cached graph expected one particular length
+# for ``x``: the length of the example it was traced with, fixed by
+# ``int()``. In a fake kernel, keep sizes as they come
 # and do arithmetic on them with ``+``, ``-``, ``*``, ``//`` and ``%``. An
 # output size that cannot be written as arithmetic on the input sizes depends
 # on the data, which is the subject of the next section.
@@ -425,16 +536,19 @@ def _(x):
 # %%
 # ``opcheck`` runs the fake kernel and the real kernel on the same example and
 # compares the results' metadata. On an input with repeated values the shapes
-# differ, and the ``test_faketensor`` test fails:
+# differ, and the ``test_faketensor`` test fails. ``raise_exception=False``
+# makes ``opcheck`` return each test's verdict instead of raising at the first
+# failure:
 
 with_repeats = torch.tensor([3.0, 1.0, 3.0, 2.0, 1.0])
-try:
-    torch.library.opcheck(unique_upper_bound, (with_repeats,))
-except OpCheckError as err:
-    print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
-    assert "test_faketensor failed" in str(err)
-else:
-    raise AssertionError("expected opcheck to reject the upper-bound fake kernel")
+verdicts = torch.library.opcheck(
+    unique_upper_bound, (with_repeats,), raise_exception=False
+)
+for test, outcome in verdicts.items():
+    print(
+        f"{test}: {'SUCCESS' if outcome == 'SUCCESS' else str(outcome).splitlines()[0]}"
+    )
+assert verdicts["test_faketensor"] != "SUCCESS"
 
 # %%
 # A fake kernel for a data-dependent size
@@ -443,10 +557,10 @@ else:
 # The right answer is a fresh symbol that stands for "some size that is only
 # known once the operator has run". Inside a fake kernel,
 # ``torch.library.get_ctx()`` returns a context object whose
-# ``new_dynamic_size()`` method creates one. (Older code may call the same
-# thing by its deprecated name, ``create_unbacked_symint``.)
+# ``new_dynamic_size()`` method creates one.
 
 dynamic_sizes_seen = []
+context_types = []
 
 
 @torch.library.custom_op("shapes::unique", mutates_args=())
@@ -457,12 +571,20 @@ def unique(x: torch.Tensor) -> torch.Tensor:
 @unique.register_fake
 def _(x):
     check_unique(x)
-    count = torch.library.get_ctx().new_dynamic_size()
+    ctx = torch.library.get_ctx()
+    count = ctx.new_dynamic_size()
     dynamic_sizes_seen.append(count)  # recorded for printing below
+    context_types.append(type(ctx))
     return x.new_empty(count)
 
 
-examples = [with_repeats, torch.tensor([]), torch.full((4,), 2.0), torch.arange(6.0)]
+examples = [
+    with_repeats,
+    torch.tensor([]),
+    torch.full((4,), 2.0),
+    torch.arange(6.0),
+    torch.tensor([5.0, 0.0, 1.0, 0.0, 5.0, 0.0, 2.0, 0.0])[::2],  # non-contiguous
+]
 for device in devices:
     for x in examples:
         x = x.to(device)
@@ -472,21 +594,69 @@ for device in devices:
 print(f"opcheck passed and unique matches torch.unique on {devices}")
 
 # %%
-# This time the fake kernel passed on inputs with and without repeats, and on
-# an empty one. Among its tests ``opcheck`` traces the operator with symbolic
-# input sizes (``test_aot_dispatch_dynamic``), so the unknown output size has
-# already been through the compiler's machinery once.
+# Older code may call ``create_unbacked_symint`` instead. It is the deprecated
+# name of the same idea, with one difference worth knowing: it assumes the
+# size is at least 2, where ``new_dynamic_size`` assumes only that it is at
+# least 0. A fake kernel that promises a minimum of 2 lets the compiler
+# simplify code for sizes 0 and 1 that can then occur. The two signatures:
+
+for name in ("new_dynamic_size", "create_unbacked_symint"):
+    print(f"{name}{inspect.signature(getattr(context_types[0], name))}")
+defaults = {
+    name: inspect.signature(getattr(context_types[0], name)).parameters["min"].default
+    for name in ("new_dynamic_size", "create_unbacked_symint")
+}
+assert defaults == {"new_dynamic_size": 0, "create_unbacked_symint": 2}
+
+# %%
+# The fake kernel passed on inputs with and without repeats, on an empty one
+# and on a non-contiguous one. Among its tests ``opcheck`` traces the operator
+# with symbolic input sizes (``test_aot_dispatch_dynamic``), so the unknown
+# output size has already been through the compiler's machinery once.
 #
 # Now the operator inside a function that ``torch.compile`` must capture as a
 # single graph (``fullgraph=True``), with code after it that uses the
-# result. The inputs differ in length and in how many distinct values they
-# hold, so the output length varies between calls.
+# result. Here the release matters. Up to PyTorch 2.9, Dynamo leaves any
+# operator whose output size depends on the data out of its graph unless the
+# configuration flag ``capture_dynamic_output_shape_ops`` is set, and with
+# ``fullgraph=True`` leaving it out is an error. From 2.10 it captures a custom
+# operator whose fake kernel declares the size, as ours does, without the
+# flag. The cell tries without the flag and shows what this release does.
 
 
 def normalized_unique(x):
     values = unique(x)
     return (values - values.min()) / (values.max() - values.min())
 
+
+try:
+    torch.compile(
+        normalized_unique, backend=CountingBackend(), fullgraph=True, dynamic=True
+    )(torch.tensor([1.0, 3.0, 3.0]))
+except torch._dynamo.exc.Unsupported as err:
+    print(f"without the flag: {type(err).__name__}: {str(err).splitlines()[0]}")
+    NEEDS_FLAG = True
+else:
+    print("without the flag: captured in one graph")
+    NEEDS_FLAG = False
+assert NEEDS_FLAG == (RELEASE < (2, 10))
+
+
+def data_dependent_outputs():
+    """Where this release needs it, let Dynamo capture data-dependent sizes."""
+    if not NEEDS_FLAG:
+        return contextlib.nullcontext()
+    return torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
+
+
+# %%
+# ``torch._dynamo.config`` is a private module, but the flag is the one the
+# error message names, and ``config.patch`` sets it only inside a ``with``
+# block, so the rest of the program is unaffected. From here on, every call
+# of a compiled function that contains ``unique`` runs inside
+# ``data_dependent_outputs()``, which sets the flag only on releases that need
+# it. The inputs differ in length and in how many distinct values they hold,
+# so the output length varies between calls.
 
 counter = CountingBackend()
 compiled_normalized_unique = torch.compile(
@@ -500,7 +670,8 @@ for x in [
     torch.arange(9.0).flip(0),
     torch.tensor([7.0, 7.0, 3.0, 7.0, 3.0, 5.0]),
 ]:
-    result = compiled_normalized_unique(x)
+    with data_dependent_outputs():
+        result = compiled_normalized_unique(x)
     torch.testing.assert_close(result, normalized_unique(x))
     output_lengths.append(result.shape[0])
 
@@ -535,10 +706,12 @@ def three_largest_distinct(x):
     return values[-3:]
 
 
+compiled_three_largest_distinct = torch.compile(
+    three_largest_distinct, backend=CountingBackend(), fullgraph=True, dynamic=True
+)
 try:
-    torch.compile(
-        three_largest_distinct, backend=CountingBackend(), fullgraph=True, dynamic=True
-    )(torch.arange(5.0))
+    with data_dependent_outputs():
+        compiled_three_largest_distinct(torch.arange(5.0))
 except torch._dynamo.exc.UserError as err:
     print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
     assert "torch._check" in str(err)
@@ -550,8 +723,13 @@ else:
 # one Dynamo raises for this mistake, so we catch it by name. The message
 # suggests the fix: ``torch._check(condition, message)`` states the condition
 # as a fact. The compiler assumes it while tracing and inserts a check that
-# runs with the graph, so bad input still fails, with the same
-# ``RuntimeError`` as in eager mode.
+# runs with the graph, so bad input still fails with a ``RuntimeError``, as in
+# eager mode.
+#
+# The optional second argument is a function that returns the error message.
+# Dynamo traces such a message function from PyTorch 2.10; older releases
+# refuse it (``Unsupported``), so there the check has to go without a message.
+# The cell tries the message first and shows what this release does.
 
 
 def three_largest_distinct_checked(x):
@@ -560,13 +738,43 @@ def three_largest_distinct_checked(x):
     return values[-3:]
 
 
+try:
+    with data_dependent_outputs():
+        torch.compile(
+            three_largest_distinct_checked,
+            backend=CountingBackend(),
+            fullgraph=True,
+            dynamic=True,
+        )(torch.arange(5.0))
+except torch._dynamo.exc.Unsupported as err:
+    print(f"with a message: {type(err).__name__}: {str(err).splitlines()[0]}")
+    CHECK_TAKES_MESSAGE = False
+
+    def three_largest_distinct_checked(x):  # for PyTorch 2.9 and older
+        values = unique(x)
+        torch._check(values.shape[0] >= 3)
+        return values[-3:]
+
+else:
+    print("with a message: compiles")
+    CHECK_TAKES_MESSAGE = True
+assert CHECK_TAKES_MESSAGE == (RELEASE >= (2, 10))
+
+# %%
+# Now the checked function, compiled once, on good input and on input with
+# too few distinct values. From PyTorch 2.13 the compiled check raises the
+# same message as eager mode; older releases raise a message of their own,
+# which quotes the condition on the unbacked size (``u0 >= 3``, say).
+
 counter = CountingBackend()
 compiled_three_largest = torch.compile(
     three_largest_distinct_checked, backend=counter, fullgraph=True, dynamic=True
 )
 x = torch.tensor([5.0, 1.0, 5.0, 9.0, 3.0])
-torch.testing.assert_close(compiled_three_largest(x), torch.tensor([3.0, 5.0, 9.0]))
-print(f"compiled with torch._check: {compiled_three_largest(x)}")
+with data_dependent_outputs():
+    largest = compiled_three_largest(x)
+torch.testing.assert_close(largest, torch.tensor([3.0, 5.0, 9.0]))
+print(f"compiled with torch._check: {largest}")
 
 too_few = torch.tensor([2.0, 2.0, 8.0])
 messages = []
@@ -575,13 +783,15 @@ for label, fn in [
     ("compiled", compiled_three_largest),
 ]:
     try:
-        fn(too_few)
+        with data_dependent_outputs():
+            fn(too_few)
     except RuntimeError as err:
         print(f"{label:>8}: {type(err).__name__}: {str(err).splitlines()[0]}")
-        messages.append((type(err), str(err).splitlines()[0]))
+        messages.append(str(err).splitlines()[0])
     else:
         raise AssertionError(f"expected {label} to reject two distinct values")
-assert messages[0] == messages[1]
+assert (messages[0] == "need 3 distinct values") == CHECK_TAKES_MESSAGE
+assert (messages[1] == messages[0]) == (RELEASE >= (2, 13))
 assert counter.compilations == 1
 
 # %%
@@ -592,12 +802,15 @@ assert counter.compilations == 1
 # static shapes, ``SymInt`` sizes for dynamic ones. Computing the output size
 # with ordinary arithmetic on those sizes works for both. Turning a size into
 # a Python number fixes it, and the compiled function then compiles once per
-# input size, which a counting backend or
+# input size, which a counting backend, the ``recompiles`` log or
 # ``torch.compiler.set_stance("fail_on_recompile")`` makes visible even though
 # every result is still right. When the output size depends on the data, the
 # fake kernel asks ``torch.library.get_ctx().new_dynamic_size()`` for a new
 # symbol instead of guessing, and ``opcheck`` rejects a guess that does not
-# match the real output.
+# match the real output. Code after such an operator computes freely with the
+# unknown size, and states with ``torch._check`` what it needs to branch on.
+# Releases before 2.10 need ``capture_dynamic_output_shape_ops`` for the
+# operator to enter a full graph at all.
 #
 # Previous: :ref:`sphx_glr_tutorials_custom_op_registrations.py`. Next,
 # :ref:`sphx_glr_tutorials_custom_ops_in_export.py` shows what fake kernels do
