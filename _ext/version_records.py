@@ -8,9 +8,10 @@ what they say, and nothing a page merely declares.
 
 A page's records are *current* when every release of the matrix has one and
 each names the MD5 of the page's source as it is now. Its *floor* is the oldest
-release on which it passed. They are *consistent* when the page passed on
-every release from its floor on, stopped with its one-line message on every
-release below it, and states that same floor in its first cell and in its
+supported release on which it passed. They are *consistent* when the page
+passed on every release from its floor on, stopped with its one-line message
+on every release below it (including the matrix's ``below`` releases, under
+the supported ones), and states that same floor in its first cell and in its
 Prerequisites card. Anything else is a problem the build reports as a warning,
 so that ``-W`` fails: a page may not show a floor or a release it has not run
 on as it is now.
@@ -44,8 +45,15 @@ def source_md5(path):
 
 
 def matrix_releases(srcdir):
+    """The supported releases, oldest first."""
     data = tomllib.loads((Path(srcdir) / MATRIX).read_text())
     return [release["torch"] for release in data["releases"]]
+
+
+def releases_below(srcdir):
+    """The releases below the supported ones, where every page must stop."""
+    data = tomllib.loads((Path(srcdir) / MATRIX).read_text())
+    return [release["torch"] for release in data.get("below", [])]
 
 
 def declared_floors(source_text):
@@ -75,6 +83,7 @@ def read(srcdir, source):
     srcdir, source = Path(srcdir), Path(source)
     result = PageVersions()
     releases = matrix_releases(srcdir)
+    below = releases_below(srcdir)
     path = srcdir / RECORDS / f"{source.stem}.json"
     try:
         records = json.loads(path.read_text()) if path.is_file() else {}
@@ -83,7 +92,7 @@ def read(srcdir, source):
         return result
     md5 = source_md5(source)
     outcomes, missing, stale = [], [], []
-    for release in releases:
+    for release in below + releases:
         record = records.get(release)
         if record is None:
             missing.append(release)
@@ -102,6 +111,13 @@ def read(srcdir, source):
         result.problems[-1] += f"; run `make matrix PAGES={source.stem}`"
         return result
 
+    for release, record in outcomes[: len(below)]:
+        if record["result"] != "below-floor":
+            result.problems.append(
+                f"on PyTorch {release}, below the supported releases, it did not "
+                f"stop with its one-line message: {record.get('error') or 'it ran'}"
+            )
+    outcomes = outcomes[len(below) :]
     passing = [release for release, record in outcomes if record["result"] == "pass"]
     if not passing:
         result.problems.append("it passed on no release of the matrix")

@@ -118,15 +118,15 @@ def test_matrix_records_a_clean_stop_and_reports_a_release_it_cannot_install(
     project = project_with_example(tmp_path, "too_new.py", BELOW_FLOOR, records=False)
     versions = project / "versions"
     versions.mkdir()
+    pinned = next(r for r in MATRIX["releases"] if r["torch"] == pinned_torch())
+    packages = ", ".join(f'"{p}"' for p in MATRIX["pages"]["packages"])
     (versions / "matrix.toml").write_text(
-        (REPO / "versions" / "matrix.toml").read_text().split("[[releases]]")[0]
-        + '[[releases]]\ntorch = "0.0.1"\n\n'
-        + f'[[releases]]\ntorch = "{pinned_torch()}"\n'
-        + next(
-            f"with = {release['with']!r}\n".replace("'", '"')
-            for release in MATRIX["releases"]
-            if release["torch"] == pinned_torch()
-        )
+        f"[pages]\npackages = [{packages}]\n\n"
+        '[[releases]]\ntorch = "0.0.1"\n\n'
+        f'[[releases]]\ntorch = "{pinned_torch()}"\n'
+        + "with = ["
+        + ", ".join(f'"{w}"' for w in pinned["with"])
+        + "]\n"
     )
     process = run(
         [sys.executable, "tools/matrix.py", "run", "--page", "too_new"],

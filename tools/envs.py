@@ -294,7 +294,14 @@ def load_matrix():
 
 
 def releases():
+    """The supported releases, oldest first."""
     return load_matrix()["releases"]
+
+
+def all_releases():
+    """Every release the matrix runs: the one below the supported ones first."""
+    matrix = load_matrix()
+    return matrix.get("below", []) + matrix["releases"]
 
 
 def release_requirements(release):
@@ -310,8 +317,8 @@ def matrix_venv(release):
 
 
 def matrix(selected):
-    chosen = [r for r in releases() if not selected or r["torch"] in selected]
-    unknown = set(selected) - {r["torch"] for r in releases()}
+    chosen = [r for r in all_releases() if not selected or r["torch"] in selected]
+    unknown = set(selected) - {r["torch"] for r in all_releases()}
     if unknown:
         stop(f"not in {MATRIX_FILE.name}: {', '.join(sorted(unknown))}")
     for release in chosen:
@@ -326,7 +333,7 @@ def prune(keep_venv):
     """Delete the matrix's environments for other requirements, and old site
     environments, then let uv drop what no environment links to any more."""
     keep = {Path(keep_venv).resolve()}
-    keep |= {matrix_venv(release)[0].resolve() for release in releases()}
+    keep |= {matrix_venv(release)[0].resolve() for release in all_releases()}
     home = cache_home()
     candidates = list(home.glob("venv-*")) + list((home / "matrix").glob("torch-*"))
     for venv in sorted(candidates):

@@ -185,7 +185,7 @@ def run_page(venv, release, page, timeout, probe):
 
 
 def run(args):
-    releases = envs.releases()
+    releases = envs.all_releases()
     if args.release:
         unknown = set(args.release) - {r["torch"] for r in releases}
         if unknown:
@@ -253,7 +253,7 @@ def run(args):
 
 
 def table(records, releases=None):
-    releases = releases or [r["torch"] for r in envs.releases()]
+    releases = releases or [r["torch"] for r in envs.all_releases()]
     marks = {"pass": "✓", "fail": "✗", "below-floor": "–"}
     head = "| page | floor | " + " | ".join(releases) + " |"
     rows = [head, "| --- | --- | " + " | ".join("---" for _ in releases) + " |"]
@@ -289,7 +289,7 @@ def stale(args):
     problems = []
     for page in pages():
         md5 = source_md5(EXAMPLES / f"{page}.py")
-        for release in envs.releases():
+        for release in envs.all_releases():
             record = records.get(page, {}).get(release["torch"])
             if record is None:
                 problems.append(f"{page}: no record for torch {release['torch']}")
