@@ -25,6 +25,7 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po
 from docutils import nodes
+from sphinx.transforms.i18n import parse_noqa
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,11 @@ def catalog(srcdir, language, docname):
         return {}
     with path.open("rb") as handle:
         messages = read_po(handle, locale=language)
+    # A translation that renames a section reference ends in "#noqa", Sphinx's
+    # sign that the reference text differs from the English on purpose; the
+    # reader of a download must not see it.
     return {
-        str(message.id): str(message.string)
+        str(message.id): parse_noqa(str(message.string))[0]
         for message in messages
         if message.id and message.string and not message.fuzzy
     }
@@ -106,9 +110,10 @@ def _pattern(message):
 
 
 def _wrap(text, indent, first_column):
-    """Wrap at spaces (never inside a run of Chinese) to about WIDTH columns."""
+    """Wrap at spaces (never inside a run of Chinese, never after a reST
+    ``\\ `` escape) to about WIDTH columns."""
     lines, current, column = [], "", first_column
-    for piece in re.findall(r"\S+\s*", text):
+    for piece in re.findall(r"(?:\\ |\S)+\s*", text):
         width = display_width(piece.rstrip())
         if current and column + width > WIDTH:
             lines.append(current.rstrip())
@@ -122,11 +127,13 @@ def _wrap(text, indent, first_column):
 LIST_MARKER = re.compile(r"^\s*(?:[*+\-]|#\.|\d+\.)\s+$")
 
 
-def translate_text(text, messages):
+def translate_text(text, messages, escape=False):
     """(translated text, messages used) for one region of prose.
 
     ``messages`` are (English, translation) pairs in document order; each is
-    looked for after the previous one found.
+    looked for after the previous one found. With ``escape`` (the module
+    docstring, a Python string literal), backslashes are doubled so that the
+    docstring's value holds the translation as written.
     """
     cursor = 0
     used = []
@@ -134,6 +141,8 @@ def translate_text(text, messages):
         match = _pattern(english).search(text, cursor)
         if match is None:
             continue
+        if escape:
+            translation = translation.replace("\\", "\\\\")
         line_start = text.rfind("\n", 0, match.start()) + 1
         leading = text[line_start : match.start()]
         if leading.strip() == "" or LIST_MARKER.match(leading):
@@ -167,7 +176,7 @@ def translate_script(source_text, translations):
     replacements = []
     for first, last, prefix in prose_regions(lines, source_text):
         region = "\n".join(_strip(line, prefix) for line in lines[first : last + 1])
-        translated, used = translate_text(region, remaining)
+        translated, used = translate_text(region, remaining, escape=not prefix)
         remaining = [item for item in remaining if item[0] not in set(used)]
         new_lines = [_unstrip(line, prefix) for line in translated.split("\n")]
         replacements.append((first, last, new_lines))

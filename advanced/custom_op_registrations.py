@@ -27,8 +27,7 @@ comparing against a plain loop.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.7 or later (2.5 for ``register_vmap`` and
-         ``register_torch_dispatch``, 2.7 for ``register_autocast``)
+       * PyTorch 2.7 or later
        * NumPy and Matplotlib
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
@@ -62,9 +61,8 @@ required; you add the ones your users need.
 # Setting up
 # ----------
 #
-# The page runs on the CPU, and also on a CUDA device when it finds one. The
-# first cell checks that this PyTorch has each registration API, and a section
-# whose API is missing says so when it skips.
+# The page runs on the CPU, and also on a CUDA device when it finds one. Every
+# registration API it uses exists from its floor, PyTorch 2.7, on.
 
 import sys
 
@@ -82,9 +80,6 @@ from torch import Tensor
 from torch.autograd.gradcheck import GradcheckError
 from torch.utils._python_dispatch import TorchDispatchMode
 
-HAS_VMAP_RULES = hasattr(torch.library, "register_vmap")  # PyTorch 2.5
-HAS_DISPATCH_RULES = hasattr(torch.library, "register_torch_dispatch")  # 2.5
-HAS_AUTOCAST_RULES = hasattr(torch.library, "register_autocast")  # 2.7
 # For behaviour that changed between releases without a feature to test for.
 RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
 
@@ -93,10 +88,6 @@ np.random.seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
-print(
-    f"register_vmap: {HAS_VMAP_RULES}, register_torch_dispatch: "
-    f"{HAS_DISPATCH_RULES}, register_autocast: {HAS_AUTOCAST_RULES}"
-)
 
 # %%
 # ``GradcheckError`` is what ``gradcheck`` and ``gradgradcheck`` raise; it is
@@ -216,14 +207,11 @@ for device in devices:
     print(f"{device} tensor ran: {dict(calls)}")
     assert calls == {device: 1}
 
-if hasattr(softplus, "set_kernel_enabled"):
-    calls.clear()
-    with softplus.set_kernel_enabled("cpu", enabled=False):
-        softplus(torch.randn(3))
-    print(f"cpu tensor, cpu kernel disabled, ran: {dict(calls)}")
-    assert calls == {"default": 1}
-else:
-    print("set_kernel_enabled needs PyTorch 2.5; skipped")
+calls.clear()
+with softplus.set_kernel_enabled("cpu", enabled=False):
+    softplus(torch.randn(3))
+print(f"cpu tensor, cpu kernel disabled, ran: {dict(calls)}")
+assert calls == {"default": 1}
 
 # %%
 # Training with ``register_autograd``
@@ -355,23 +343,20 @@ else:
 # the ``warnings`` module never sees it (in a terminal you still read it; on
 # this web page it does not appear).
 
-if HAS_VMAP_RULES:
-    batch = torch.randn(8, 5)
-    calls.clear()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        batched = torch.vmap(softplus)(batch)
-    messages = [str(w.message) for w in caught if "performance drop" in str(w.message)]
-    print(f"without a vmap rule: kernel calls {dict(calls)}")
-    if messages:
-        print(f"Python warning: {messages[0].split('. ')[0]}.")
-    else:
-        print("no Python warning: this release printed it from C++ to stderr")
-    assert calls == {"cpu": len(batch)}
-    assert bool(messages) == (RELEASE >= (2, 14))
-    torch.testing.assert_close(batched, torch.nn.functional.softplus(batch))
+batch = torch.randn(8, 5)
+calls.clear()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    batched = torch.vmap(softplus)(batch)
+messages = [str(w.message) for w in caught if "performance drop" in str(w.message)]
+print(f"without a vmap rule: kernel calls {dict(calls)}")
+if messages:
+    print(f"Python warning: {messages[0].split('. ')[0]}.")
 else:
-    print("register_vmap needs PyTorch 2.5; skipped")
+    print("no Python warning: this release printed it from C++ to stderr")
+assert calls == {"cpu": len(batch)}
+assert bool(messages) == (RELEASE >= (2, 14))
+torch.testing.assert_close(batched, torch.nn.functional.softplus(batch))
 
 # %%
 # A vmap rule receives ``info`` (the batch size and randomness setting), the
@@ -381,27 +366,27 @@ else:
 # whole batch can go through the operator in one call, and the batch dimension
 # stays where it was.
 
-if HAS_VMAP_RULES:
 
-    @softplus.register_vmap
-    def _(info, in_dims, x):
-        calls["vmap rule"] += 1
-        (x_batch_dim,) = in_dims
-        return softplus(x), x_batch_dim
+@softplus.register_vmap
+def _(info, in_dims, x):
+    calls["vmap rule"] += 1
+    (x_batch_dim,) = in_dims
+    return softplus(x), x_batch_dim
 
-    for device in devices:
-        batch = torch.randn(8, 5, device=device)
-        calls.clear()
-        rows = torch.vmap(softplus)(batch)
-        columns = torch.vmap(softplus, in_dims=1)(batch)
-        torch.testing.assert_close(rows, torch.stack([softplus(r) for r in batch]))
-        torch.testing.assert_close(columns, torch.stack([softplus(c) for c in batch.T]))
-    print(f"vmap equals a Python loop on {devices}")
 
+for device in devices:
+    batch = torch.randn(8, 5, device=device)
     calls.clear()
-    torch.vmap(softplus)(batch.cpu())
-    print(f"with the vmap rule: {dict(calls)}")
-    assert calls == {"vmap rule": 1, "cpu": 1}
+    rows = torch.vmap(softplus)(batch)
+    columns = torch.vmap(softplus, in_dims=1)(batch)
+    torch.testing.assert_close(rows, torch.stack([softplus(r) for r in batch]))
+    torch.testing.assert_close(columns, torch.stack([softplus(c) for c in batch.T]))
+print(f"vmap equals a Python loop on {devices}")
+
+calls.clear()
+torch.vmap(softplus)(batch.cpu())
+print(f"with the vmap rule: {dict(calls)}")
+assert calls == {"vmap rule": 1, "cpu": 1}
 
 # %%
 # With the rule, ``vmap`` gives the same values as the loop, over rows and over
@@ -416,21 +401,18 @@ if HAS_VMAP_RULES:
 # about ours it knows nothing, so it hands our operator whatever it gets. NumPy
 # has no bfloat16, and the operator refuses it:
 
-if HAS_AUTOCAST_RULES:
-    features, weight = torch.randn(4, 16), torch.randn(16, 5)
-    dtypes_seen.clear()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        hidden = features @ weight
-        try:
-            softplus(hidden)
-        except ValueError as error:
-            print(f"{type(error).__name__}: {error}")
-        else:
-            raise AssertionError("expected softplus to refuse bfloat16")
-    print(f"matmul result: {hidden.dtype}; softplus saw: {dtypes_seen}")
-    assert dtypes_seen == [torch.bfloat16]
-else:
-    print("register_autocast needs PyTorch 2.7; skipped")
+features, weight = torch.randn(4, 16), torch.randn(16, 5)
+dtypes_seen.clear()
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    hidden = features @ weight
+    try:
+        softplus(hidden)
+    except ValueError as error:
+        print(f"{type(error).__name__}: {error}")
+    else:
+        raise AssertionError("expected softplus to refuse bfloat16")
+print(f"matmul result: {hidden.dtype}; softplus saw: {dtypes_seen}")
+assert dtypes_seen == [torch.bfloat16]
 
 # %%
 # ``register_autocast`` declares the dtype the operator runs in. Inside an
@@ -439,36 +421,31 @@ else:
 # float32 on both device types, so bfloat16 and float16 inputs are widened;
 # float64 inputs are left alone, and outside autocast nothing changes at all.
 
-if HAS_AUTOCAST_RULES:
-    torch.library.register_autocast(softplus, "cpu", torch.float32)
-    torch.library.register_autocast(softplus, "cuda", torch.float32)
+torch.library.register_autocast(softplus, "cpu", torch.float32)
+torch.library.register_autocast(softplus, "cuda", torch.float32)
 
-    for device in devices:
-        features, weight = (
-            torch.randn(4, 16, device=device),
-            torch.randn(16, 5, device=device),
-        )
-        wide = torch.randn(3, dtype=torch.float64, device=device)
-        dtypes_seen.clear()
-        with torch.autocast(device, dtype=torch.bfloat16):
-            hidden = features @ weight
-            activated = softplus(hidden)
-            softplus(wide)
-        print(f"{device}: matmul {hidden.dtype}; softplus saw {dtypes_seen}")
-        assert hidden.dtype == torch.bfloat16
-        assert dtypes_seen == [torch.float32, torch.float64]
-        assert activated.dtype == torch.float32
-        torch.testing.assert_close(
-            activated, torch.nn.functional.softplus(hidden.float())
-        )
-        try:
-            softplus(hidden)  # the same bfloat16 tensor, outside autocast
-        except ValueError:
-            print(f"{device}: outside autocast, bfloat16 is still refused")
-        else:
-            raise AssertionError("expected no casting outside autocast")
-else:
-    print("register_autocast needs PyTorch 2.7; skipped")
+for device in devices:
+    features, weight = (
+        torch.randn(4, 16, device=device),
+        torch.randn(16, 5, device=device),
+    )
+    wide = torch.randn(3, dtype=torch.float64, device=device)
+    dtypes_seen.clear()
+    with torch.autocast(device, dtype=torch.bfloat16):
+        hidden = features @ weight
+        activated = softplus(hidden)
+        softplus(wide)
+    print(f"{device}: matmul {hidden.dtype}; softplus saw {dtypes_seen}")
+    assert hidden.dtype == torch.bfloat16
+    assert dtypes_seen == [torch.float32, torch.float64]
+    assert activated.dtype == torch.float32
+    torch.testing.assert_close(activated, torch.nn.functional.softplus(hidden.float()))
+    try:
+        softplus(hidden)  # the same bfloat16 tensor, outside autocast
+    except ValueError:
+        print(f"{device}: outside autocast, bfloat16 is still refused")
+    else:
+        raise AssertionError("expected no casting outside autocast")
 
 # %%
 # The cast goes both ways. A rule that asks for bfloat16 narrows float32 (and
@@ -477,24 +454,23 @@ else:
 # throws it away. A second operator, which only reports the dtype it received,
 # shows it:
 
-if HAS_AUTOCAST_RULES:
-    received = []
+received = []
 
-    @torch.library.custom_op("registrations::received_dtype", mutates_args=())
-    def received_dtype(x: Tensor) -> Tensor:
-        received.append(x.dtype)
-        return x.clone()
 
-    torch.library.register_autocast(received_dtype, "cpu", torch.bfloat16)
-    sent = [torch.float16, torch.float32, torch.float64]
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        for dtype in sent:
-            received_dtype(torch.randn(3, dtype=dtype))
-    for before, after in zip(sent, received, strict=True):
-        print(f"bfloat16 rule: {before} arrives as {after}")
-    assert received == [torch.bfloat16, torch.bfloat16, torch.float64]
-else:
-    print("register_autocast needs PyTorch 2.7; skipped")
+@torch.library.custom_op("registrations::received_dtype", mutates_args=())
+def received_dtype(x: Tensor) -> Tensor:
+    received.append(x.dtype)
+    return x.clone()
+
+
+torch.library.register_autocast(received_dtype, "cpu", torch.bfloat16)
+sent = [torch.float16, torch.float32, torch.float64]
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    for dtype in sent:
+        received_dtype(torch.randn(3, dtype=dtype))
+for before, after in zip(sent, received, strict=True):
+    print(f"bfloat16 rule: {before} arrives as {after}")
+assert received == [torch.bfloat16, torch.bfloat16, torch.float64]
 
 # %%
 # Dispatch modes with ``register_torch_dispatch``
@@ -532,25 +508,23 @@ assert log.entries[0] == "registrations.softplus.default"
 # instance. Ours logs a richer entry, then runs the operator; the mode is not
 # active while a rule runs, so the call goes straight to the kernel.
 
-if HAS_DISPATCH_RULES:
 
-    @softplus.register_torch_dispatch(OperatorLog)
-    def _(mode, func, types, args, kwargs):
-        calls["dispatch rule"] += 1
-        (x,) = args
-        mode.entries.append(f"softplus on {tuple(x.shape)} via NumPy")
-        return func(*args, **kwargs)
+@softplus.register_torch_dispatch(OperatorLog)
+def _(mode, func, types, args, kwargs):
+    calls["dispatch rule"] += 1
+    (x,) = args
+    mode.entries.append(f"softplus on {tuple(x.shape)} via NumPy")
+    return func(*args, **kwargs)
 
-    calls.clear()
-    with OperatorLog() as log:
-        result = torch.nn.functional.relu(softplus(x)).sum()
-    print(f"log: {log.entries}")
-    assert log.entries[0] == "softplus on (4, 6) via NumPy"
-    assert "registrations.softplus.default" not in log.entries
-    assert calls == {"dispatch rule": 1, "cpu": 1}
-    torch.testing.assert_close(result, torch.nn.functional.softplus(x).sum())
-else:
-    print("register_torch_dispatch needs PyTorch 2.5; skipped")
+
+calls.clear()
+with OperatorLog() as log:
+    result = torch.nn.functional.relu(softplus(x)).sum()
+print(f"log: {log.entries}")
+assert log.entries[0] == "softplus on (4, 6) via NumPy"
+assert "registrations.softplus.default" not in log.entries
+assert calls == {"dispatch rule": 1, "cpu": 1}
+torch.testing.assert_close(result, torch.nn.functional.softplus(x).sum())
 
 # %%
 # Which kernel ran when
@@ -564,13 +538,14 @@ else:
 compiled_softplus = torch.compile(softplus, backend="aot_eager", fullgraph=True)
 cpu_input = torch.randn(8, 5)
 conditions = [("CPU tensor", lambda: softplus(cpu_input), {"cpu": 1})]
-if hasattr(softplus, "set_kernel_enabled"):
 
-    def cpu_kernel_disabled():
-        with softplus.set_kernel_enabled("cpu", enabled=False):
-            softplus(cpu_input)
 
-    conditions.append(("CPU, cpu kernel disabled", cpu_kernel_disabled, {"default": 1}))
+def cpu_kernel_disabled():
+    with softplus.set_kernel_enabled("cpu", enabled=False):
+        softplus(cpu_input)
+
+
+conditions.append(("CPU, cpu kernel disabled", cpu_kernel_disabled, {"default": 1}))
 if "cuda" in devices:
     cuda_input = cpu_input.cuda()
     conditions.append(("CUDA tensor", lambda: softplus(cuda_input), {"cuda": 1}))
@@ -578,26 +553,27 @@ conditions.append(
     ("torch.compile, first call", lambda: compiled_softplus(cpu_input), None)
 )
 conditions.append(("torch.compile, again", lambda: compiled_softplus(cpu_input), None))
-if HAS_VMAP_RULES:
-    conditions.append(
-        ("torch.vmap over 8 rows", lambda: torch.vmap(softplus)(cpu_input), None)
-    )
-if HAS_AUTOCAST_RULES:
+conditions.append(
+    ("torch.vmap over 8 rows", lambda: torch.vmap(softplus)(cpu_input), None)
+)
 
-    def under_autocast():
-        dtypes_seen.clear()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            softplus(cpu_input.bfloat16())
-        assert dtypes_seen == [torch.float32]
 
-    conditions.append(("bfloat16 under autocast", under_autocast, {"cpu": 1}))
-if HAS_DISPATCH_RULES:
+def under_autocast():
+    dtypes_seen.clear()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        softplus(cpu_input.bfloat16())
+    assert dtypes_seen == [torch.float32]
 
-    def under_mode():
-        with OperatorLog():
-            softplus(cpu_input)
 
-    conditions.append(("under OperatorLog", under_mode, None))
+conditions.append(("bfloat16 under autocast", under_autocast, {"cpu": 1}))
+
+
+def under_mode():
+    with OperatorLog():
+        softplus(cpu_input)
+
+
+conditions.append(("under OperatorLog", under_mode, None))
 
 # ``None`` stands for "at least once": tracing may call the fake kernel more
 # than once.
@@ -645,7 +621,8 @@ ax.set_yticklabels(list(table))
 ax.tick_params(length=0)
 ax.set_title("Kernel calls of registrations::softplus, per condition", pad=12)
 plt.show()
-#
+
+# %%
 # Conclusion
 # ----------
 #

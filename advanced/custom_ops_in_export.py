@@ -555,9 +555,10 @@ else:
 # -------------------------------------
 #
 # ``torch.export.save`` writes the program, parameters included, to a ``.pt2``
-# file. We save it in a temporary directory, along with an input batch and the
-# eager model's output for that batch, so that a second Python process can
-# check its result against ours.
+# file. We save it in a temporary directory, along with an input batch of a
+# size the export never saw. A second Python process loads both, runs the
+# program and saves what it computed, and this process checks that result
+# against the eager model's.
 
 workdir = tempfile.TemporaryDirectory()
 folder = Path(workdir.name)

@@ -395,7 +395,8 @@ fig.colorbar(image, ax=axes, label="returned buffer", shrink=0.9)
 fig.suptitle("The same function, returning a buffer the operator fills")
 plt.show()
 torch.testing.assert_close(eager_result, declared_result)
-#
+
+# %%
 # Never return an input, or a view of one
 # ---------------------------------------
 #

@@ -55,21 +55,24 @@ def downloads(page):
     return found
 
 
-def prose_messages(name):
-    """(English, translation) of the page's messages that its script contains."""
-    messages = translated_downloads.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
-    script = (REPO / "advanced" / f"{name}.py").read_text()
+def prose_of(script):
+    """A script's prose (docstring and comment blocks), comment marks removed."""
     lines = script.split("\n")
     prose = "\n".join(
         "\n".join(lines[first : last + 1])
         for first, last, _ in translated_downloads.prose_regions(lines, script)
     )
+    return re.sub(r"^# ?", "", prose, flags=re.M)
+
+
+def prose_messages(name):
+    """(English, translation) of the page's messages that its prose contains."""
+    messages = translated_downloads.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
+    prose = prose_of((REPO / "advanced" / f"{name}.py").read_text())
     return [
         (english, translation)
         for english, translation in messages.items()
-        if translated_downloads._pattern(english).search(
-            re.sub(r"^# ?", "", prose, flags=re.M)
-        )
+        if translated_downloads._pattern(english).search(prose)
     ]
 
 
@@ -87,7 +90,7 @@ def test_chinese_downloads_hold_the_english_code_and_the_translated_prose(site, 
     assert code(chinese) == code(english), "the Chinese script's code differs"
     translated = prose_messages(name)
     assert translated, f"no message of {name}'s catalog occurs in its script"
-    plain = re.sub(r"^# ?", "", chinese, flags=re.M)
+    plain = prose_of(chinese)
     left = [
         english_text[:60]
         for english_text, chinese_text in translated

@@ -8,6 +8,7 @@ page shows, and shows what that record says, not what is installed now.
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -200,3 +201,24 @@ def test_which_page_do_i_need_lists_every_page(name):
     assert f":ref:`sphx_glr_tutorials_{name}.py`" in table, (
         f"start_here.rst has no row for {name}"
     )
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_no_section_is_stuck_in_a_code_cell(name):
+    # A heading written in comments without `# %%` before it stays inside the
+    # code cell above: the reader sees it as code, and it is not translated.
+    from sphinx_gallery import py_source_parser
+
+    _, blocks = py_source_parser.split_code_and_text_blocks(
+        str(REPO / "advanced" / f"{name}.py")
+    )
+    stuck = [
+        f"line {start + index}: {lines[index - 1]!r}"
+        for label, content, start in blocks
+        if label == "code"
+        for lines in [content.split("\n")]
+        for index in range(1, len(lines))
+        if re.match(r"^# ([=\-~^])\1{3,}$", lines[index])
+        and lines[index - 1].startswith("# ")
+    ]
+    assert not stuck, f"headings inside code cells (add `# %%` above them): {stuck}"
