@@ -188,7 +188,13 @@ def install(venv, requirement_args, uv):
 
 def base_python():
     """The interpreter behind this one, even when it runs inside a venv."""
-    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def same_python(first, second):
+    return bool(first and second) and os.path.realpath(first) == os.path.realpath(
+        second
+    )
 
 
 def stamp_for(requirements_text):
@@ -205,7 +211,12 @@ def is_complete(venv, expected):
         found = json.loads(stamp.read_text())
     except (OSError, ValueError):
         return False
-    same = all(found.get(key) == value for key, value in expected.items())
+    same = all(
+        same_python(found.get(key), value)
+        if key == "python"
+        else found.get(key) == value
+        for key, value in expected.items()
+    )
     return same and (venv / "bin" / "python").exists()
 
 
