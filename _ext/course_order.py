@@ -14,14 +14,23 @@ COURSE = {
         "Wrap a Python function as an operator that torch.compile and autograd "
         "understand."
     ),
+    "choosing_a_mechanism.py": (
+        "custom_op, triton_op, allow_in_graph, nonstrict_trace or disable: which?"
+    ),
     "mutable_custom_ops.py": (
         "Operators that write into buffers or update tensors in place."
     ),
     "custom_op_registrations.py": (
         "Gradients, per-device kernels, vmap, autocast and dispatch rules."
     ),
+    "operator_signatures.py": (
+        "Several outputs, optional and list arguments, SymInt results, defaults."
+    ),
     "fake_kernels_and_shapes.py": (
         "Fake kernels for dynamic shapes and data-dependent output sizes."
+    ),
+    "strides_and_runtime.py": (
+        "Input strides under Inductor, the layout tags, CUDA graphs and streams."
     ),
     "custom_ops_in_export.py": (
         "Export, save and reload a model that calls custom operators."
@@ -32,8 +41,17 @@ COURSE = {
     "cpp_custom_ops.py": (
         "Write the kernel in C++; add its fake kernel and gradient from Python."
     ),
+    "cpp_extension_packaging.py": (
+        "Ship a C++ operator as a wheel that loads in the right order, abi3 too."
+    ),
+    "cpp_stable_abi.py": (
+        "One wheel for several PyTorch releases, with the LibTorch stable ABI."
+    ),
+    "aot_inductor_custom_ops.py": (
+        "Package a model with custom operators for AOTInductor, and what needs Python."
+    ),
     "triton_custom_ops.py": (
-        "A Triton kernel as an operator that torch.compile can see into."
+        "A Triton kernel as an operator torch.compile sees into, trained and tuned."
     ),
     "custom_op_performance.py": (
         "What an operator costs per call, and when that overhead matters."

@@ -46,9 +46,9 @@ def catalog(srcdir, language, docname):
         return {}
     with path.open("rb") as handle:
         messages = read_po(handle, locale=language)
-    # A translation that renames a section reference ends in "#noqa", Sphinx's
-    # sign that the reference text differs from the English on purpose; the
-    # reader of a download must not see it.
+    # A translation that renames a section reference ends in the marker with
+    # which Sphinx accepts that its reference text differs from the English;
+    # the reader of a download must not see it.
     return {
         str(message.id): parse_noqa(str(message.string))[0]
         for message in messages
