@@ -362,16 +362,16 @@ for name, size in members.items():
     print(f"{size:>10,d}  {name.split('/', 1)[-1]}")
 print("mention aoti_ops::discounted_cumsum:")
 print("   ", [name.rsplit("/", 1)[-1] for name in mentions])
-assert any(name.endswith(".so") for name in members)
+assert all(any(n.endswith(suffix) for n in members) for suffix in (".so", ".cpp"))
 assert any(name.endswith(".json") for name in mentions)
 
 # %%
-# The linear layer and the ReLU became generated code in the shared
-# library. Our operator did not: the JSON member lists it as a call to
-# ``aoti_ops::discounted_cumsum``, with its arguments, which the compiled
-# code hands to PyTorch's dispatcher. The dispatcher finds operators by
-# name, so the process that runs the package must have registered this one
-# by loading our library.
+# Inductor compiled the linear layer and the ReLU into the package's shared
+# library. Our operator it could not compile: the JSON member lists it as a
+# call to ``aoti_ops::discounted_cumsum``, with its arguments, which the
+# compiled code hands to PyTorch's dispatcher. The dispatcher finds
+# operators by name, so the process that runs the package must have
+# registered this one by loading our library.
 #
 # Running the package in a fresh process
 # --------------------------------------
@@ -599,8 +599,8 @@ plt.show()
 # ----------
 #
 # AOTInductor compiles what it knows into a shared library and leaves custom
-# operators as calls by name, resolved by the dispatcher when the package
-# runs. For a C++ operator, ship its library with the ``.pt2`` file and load
+# operators as calls by name, which the dispatcher resolves wherever the
+# package runs. For a C++ operator, ship its library with the ``.pt2`` file and load
 # it first; the fake kernel is needed only to export and compile. A Python
 # operator survives compilation too, but runs only in a process that defines
 # it again, which rules it out wherever the package must run without Python.

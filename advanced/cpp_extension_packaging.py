@@ -167,7 +167,7 @@ torch.testing.assert_close(
 #         __init__.py        loads the library, then _ops
 #         _ops.py            fake kernel and autograd, in Python
 #         csrc/ops.cpp       kernel, TORCH_LIBRARY and TORCH_LIBRARY_IMPL
-#         csrc/module.cpp    an empty Python module, so ``import _C`` works
+#         csrc/module.cpp    an empty Python module, so that import _C works
 #         csrc/ops_cuda.cu   CUDA kernel (built only with nvcc and a GPU)
 #
 # The C++ source declares the operator and registers a CPU kernel. The first
@@ -386,7 +386,7 @@ discounted_cumsum = torch.ops.extension_package.discounted_cumsum.default
 # ``setup.py`` describes the compiled part. ``CppExtension`` adds PyTorch's
 # include paths and libraries to an ordinary setuptools ``Extension``
 # (``CUDAExtension`` adds CUDA's too), and ``BuildExtension`` compiles it with
-# the flags PyTorch's own build used. Two details are worth copying:
+# the C++ settings PyTorch needs. Two details are worth copying:
 #
 # * setuptools compiles with the flags Python itself was built with, which
 #   may include ``-g``; ``-g0`` after them leaves the debug information out

@@ -128,7 +128,7 @@ exception_header = (include / "torch/headeronly/util/Exception.h").read_text()
 assert "STD_TORCH_CHECK" in exception_header and "CHECK_VALUE" not in exception_header
 
 # %%
-# That is a few dozen of ATen's two thousand operators: allocation, views,
+# That is a few dozen functions, a small part of ATen: allocation, views,
 # copies, ``parallel_for`` and a handful of reductions. ``cumsum`` is not
 # among them, and below we call it anyway, through the dispatcher.
 #
@@ -703,7 +703,7 @@ assert done.returncode != 0
 # on that release and every later one, which is the point.
 #
 # This site's test suite measures it: it installs this very wheel, built
-# here, under every older PyTorch release of the site's version matrix and
+# here, under the older PyTorch releases of the site's version matrix and
 # runs it against the reference. The wheel runs on 2.10 and every later
 # release, and does not load on 2.9 or older, where ``load_library`` fails
 # with an undefined symbol (one of the 2.10 functions listed above). That
@@ -769,17 +769,17 @@ plt.show()
 # ``torch::stable`` is small on purpose. In exchange for the promise, you
 # give up most of ATen's C++ API. Here is how to get along without it:
 #
-# * **An ATen operator that is not wrapped**: call it through
+# * An ATen operator that is not wrapped: call it through
 #   ``torch_call_dispatcher`` by name, as the kernel does with
 #   ``aten::cumsum``. The wrappers in ``ops.h`` do nothing more. The
 #   promise covers the C function, not the operator's schema, which changes
 #   rarely but can.
-# * **``at::Tensor`` methods, ``TensorIterator``, ``AT_DISPATCH_...``**:
+# * ``at::Tensor`` methods, ``TensorIterator``, ``AT_DISPATCH_...``:
 #   write the loop over raw data pointers and branch on
 #   ``scalar_type()`` yourself.
-# * **Fake kernels and autograd**: keep them in Python, as this package does.
+# * Fake kernels and autograd: keep them in Python, as this package does.
 #   They are not part of any C++ ABI.
-# * **``set_python_module``**: the stable library gained it in 2.13, so a
+# * ``set_python_module``: the stable library gained it in 2.13, so a
 #   wheel targeting 2.10 cannot call it (it is hidden behind a guard):
 
 guards = [
@@ -795,7 +795,7 @@ else:
     assert torch_release < (2, 13)
 
 # %%
-# * **Anything else**: file a request with PyTorch, or build that part per
+# * Anything else: file a request with PyTorch, or build that part per
 #   release with the full API, as on the packaging page.
 #
 # Conclusion
