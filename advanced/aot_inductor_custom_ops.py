@@ -379,12 +379,18 @@ assert any(name.endswith(".json") for name in mentions)
 # The script below is all a deployment needs: it loads the operator's
 # library when asked to, loads the package and runs it, and compares the
 # result with what the eager model computed in this process. It never
-# imports the fake kernel: that was only needed to trace the model.
+# imports the fake kernel: that was only needed to trace the model. (Its
+# one private import works around a bug of PyTorch 2.10, where
+# ``aoti_load_package`` fails in a process that has not compiled anything.)
 
 RUN_PACKAGE = """
 import sys
 
 import torch
+
+# PyTorch 2.10's aoti_load_package uses this module without importing it
+# (fixed in 2.11); importing it here works around that bug.
+import torch._inductor.codecache  # noqa: F401
 
 library, package, inputs, expected, loads = sys.argv[1:6]
 if "library" in loads:
