@@ -64,12 +64,18 @@ def floor_of(page):
 
 
 def matrix_python(release, install=False):
-    """The python of ``release``'s matrix environment, or None if it is missing."""
+    """The python of ``release``'s matrix environment, or None if it is missing.
+
+    An environment with the release's requirements serves, whichever
+    interpreter made it (make's or this one); with ``install``, a missing one
+    is made with ``envs.ensure``.
+    """
     venv, requirements = envs.matrix_venv(release)
-    if install:
+    wanted = {k: v for k, v in envs.stamp_for(requirements).items() if k != "python"}
+    if not envs.is_complete(venv, wanted):
+        if not install:
+            return None
         envs.ensure(venv, requirements, requirements.split("\n"), release["torch"])
-    elif not envs.is_complete(venv, envs.stamp_for(requirements)):
-        return None
     return venv / "bin" / "python"
 
 
@@ -108,6 +114,7 @@ print("stable_ops works under torch", torch.__version__)
 
 LOAD_LIBRARY = """
 import sys
+from pathlib import Path
 
 import torch
 
