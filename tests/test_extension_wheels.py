@@ -1,0 +1,208 @@
+"""The wheels the shipping pages build install and run where the pages say.
+
+``cpp_extension_packaging.py`` and ``cpp_stable_abi.py`` build wheels into
+``$TORCH_EXTENSIONS_DIR/wheels``. These tests run both pages once with a
+folder of their own, take the wheels the pages left there, and check the
+pages' claims from outside: a second run reuses the wheels; pip accepts each
+wheel on the Python versions the packaging page says; the stable-ABI wheel,
+built with the pinned PyTorch, runs under the older releases of the version
+matrix from the page's floor on and fails to load below it; and the wheel
+built against ATen's C++ API carries no such promise.
+
+Other releases' environments come from ``tools/envs.py``: the floor release is
+installed when missing, the others are used when they are already there.
+"""
+
+import re
+import sys
+
+import pytest
+from conftest import REPO, run
+
+sys.path.insert(0, str(REPO / "tools"))
+import envs  # noqa: E402
+import matrix  # noqa: E402
+
+PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
+PINNED = envs.releases()[-1]["torch"]
+
+
+def release_key(version):
+    return tuple(int(part) for part in version.split("+")[0].split(".")[:2])
+
+
+def run_page(name, cache, cwd):
+    script = REPO / "advanced" / f"{name}.py"
+    process = run(
+        [sys.executable, "-X", "faulthandler", str(script)],
+        cwd=cwd,
+        env={"TORCH_EXTENSIONS_DIR": str(cache)},
+        timeout=1800,
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    return process.stdout
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Run both pages once; their output and the folder their wheels are in."""
+    cache = tmp_path_factory.mktemp("extensions")
+    outputs = {}
+    for name in PAGES:
+        outputs[name] = run_page(name, cache, tmp_path_factory.mktemp(name))
+    return cache, outputs
+
+
+def the_wheel(cache, label):
+    (wheel,) = (cache / "wheels").glob(f"{label}-*/*.whl")
+    return wheel
+
+
+def floor_of(page):
+    text = (REPO / "advanced" / f"{page}.py").read_text()
+    return matrix.declared_floor(text)
+
+
+def matrix_python(release, install=False):
+    """The python of ``release``'s matrix environment, or None if it is missing.
+
+    An environment with the release's requirements serves, whichever
+    interpreter made it (make's or this one); with ``install``, a missing one
+    is made with ``envs.ensure``.
+    """
+    venv, requirements = envs.matrix_venv(release)
+    wanted = {k: v for k, v in envs.stamp_for(requirements).items() if k != "python"}
+    if not envs.is_complete(venv, wanted):
+        if not install:
+            return None
+        envs.ensure(venv, requirements, requirements.split("\n"), release["torch"])
+    return venv / "bin" / "python"
+
+
+def install(python, wheel, folder):
+    command = [str(python), "-m", "pip", "install", "--no-deps", "--no-index"]
+    process = run(command + ["--quiet", "--target", str(folder), str(wheel)])
+    assert process.returncode == 0, process.stderr[-2000:]
+    return folder
+
+
+# Imports the stable-ABI package and checks it against a reference, the
+# dispatcher path (decay=1 is aten::cumsum) and opcheck.
+CHECK_STABLE = """
+import torch
+
+import stable_ops
+
+
+def reference(x, decay, reverse=False):
+    out, running = torch.empty_like(x), torch.zeros_like(x[..., 0])
+    positions = range(x.shape[-1])
+    for t in reversed(positions) if reverse else positions:
+        running = decay * running + x[..., t]
+        out[..., t] = running
+    return out
+
+
+x = torch.randn(4, 3, 20, dtype=torch.float64)
+scan = stable_ops.discounted_cumsum
+torch.testing.assert_close(scan(x, 0.7, True), reference(x, 0.7, True))
+torch.testing.assert_close(scan(x, 1.0), torch.cumsum(x, -1))
+op = torch.ops.stable_ops.discounted_cumsum.default
+torch.library.opcheck(op, (torch.randn(5, 6).t(), 0.9))
+print("stable_ops works under torch", torch.__version__)
+"""
+
+LOAD_LIBRARY = """
+import sys
+from pathlib import Path
+
+import torch
+
+(library,) = Path(sys.argv[1]).glob("*/_C*.so")
+torch.ops.load_library(str(library))
+print("loaded under torch", torch.__version__)
+"""
+
+
+def test_pages_build_their_wheels_once_then_reuse_them(built, tmp_path):
+    cache, first = built
+    for name in PAGES:
+        assert re.search(r"built the wheel in", first[name]), name
+        again = run_page(name, cache, tmp_path)
+        assert "built the wheel" not in again, name
+        assert re.search(r"reused the cached wheel in", again), name
+
+
+@pytest.mark.parametrize("minor", range(9, 15))
+def test_pip_accepts_each_wheel_on_the_pythons_the_page_names(built, tmp_path, minor):
+    cache, _ = built
+    expected = {"per-python": minor == sys.version_info[1], "abi3": minor >= 10}
+    for label, accepted in expected.items():
+        command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index"]
+        command += ["--target", str(tmp_path / label), "--implementation", "cp"]
+        command += ["--python-version", f"3.{minor}", "--only-binary=:all:"]
+        process = run(command + [str(the_wheel(cache, label))])
+        assert (process.returncode == 0) == accepted, (label, process.stderr[-1000:])
+
+
+def test_stable_wheel_runs_under_the_oldest_release_it_claims(built, tmp_path):
+    cache, _ = built
+    floor = floor_of("cpp_stable_abi")
+    oldest = next(r for r in envs.releases() if release_key(r["torch"]) >= floor)
+    assert oldest["torch"] != PINNED, "the floor is the pinned release itself"
+    python = matrix_python(oldest, install=True)
+    site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
+    process = run(
+        [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert f"stable_ops works under torch {oldest['torch']}" in process.stdout
+
+
+@pytest.mark.parametrize("release", [r["torch"] for r in envs.releases()[:-1]])
+def test_stable_wheel_loads_from_the_page_floor_on_and_not_below(
+    built, tmp_path, release
+):
+    cache, _ = built
+    python = matrix_python(next(r for r in envs.releases() if r["torch"] == release))
+    if python is None:
+        pytest.skip(f"the matrix environment of torch {release} is not installed")
+    site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
+    process = run(
+        [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
+    )
+    if release_key(release) >= floor_of("cpp_stable_abi"):
+        assert process.returncode == 0, process.stderr[-3000:]
+    else:
+        # Below the floor, the loader misses one of the C functions that the
+        # floor release introduced (their names start with torch_).
+        assert process.returncode != 0
+        missing = re.search(r"undefined symbol: (torch_\w+)", process.stderr)
+        assert missing, process.stderr[-3000:]
+
+
+def test_aten_wheel_fails_to_load_under_another_release(built, tmp_path):
+    # The stable-ABI page says a wheel built against ATen's C++ API is tied
+    # to its release; the oldest release of the matrix shows it.
+    cache, _ = built
+    oldest = envs.releases()[0]
+    python = matrix_python(oldest, install=True)
+    site = install(python, the_wheel(cache, "per-python"), tmp_path / "site")
+    process = run([str(python), "-c", LOAD_LIBRARY, str(site)], cwd=tmp_path)
+    assert process.returncode != 0
+    assert "undefined symbol" in process.stderr, process.stderr[-3000:]
+    # The same wheel loads under the release it was built with.
+    process = run([sys.executable, "-c", LOAD_LIBRARY, str(site)], cwd=tmp_path)
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert f"loaded under torch {PINNED}" in process.stdout
+
+
+def test_the_pages_wheels_are_the_ones_tested(built):
+    cache, outputs = built
+    for label, page in [
+        ("per-python", "cpp_extension_packaging"),
+        ("abi3", "cpp_extension_packaging"),
+        ("stable", "cpp_stable_abi"),
+    ]:
+        assert the_wheel(cache, label).name in outputs[page], (label, page)
+    assert "-cp310-abi3-" in the_wheel(cache, "stable").name
