@@ -4,6 +4,7 @@ The tests treat the examples as black boxes: they run them, build them, and
 read what the build produced.
 """
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -11,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,12 @@ NARROWING_VARIABLES = ("GALLERY_PATTERN", "PYTEST_ADDOPTS", "PYTEST_ARGS")
 # A page's build output: Sphinx-Gallery renders advanced/<name>.py as
 # tutorials/<name>.html.
 GALLERY_DIR = "tutorials"
+MATRIX = tomllib.loads((REPO / "versions" / "matrix.toml").read_text())
+RELEASES = [release["torch"] for release in MATRIX["releases"]]
+sys.path.insert(0, str(REPO / "_ext"))
+sys.path.insert(0, str(REPO / "tools"))
+import envs  # noqa: E402
+import version_records  # noqa: E402
 
 
 def in_ci():
@@ -218,3 +226,53 @@ def site():
             pytrace=False,
         )
     return Site(REPO / "_build" / "html", process)
+
+
+# -- Every page, run on its own ------------------------------------------------
+
+
+def floor_release(name):
+    floor = version_records.read(REPO, REPO / "advanced" / f"{name}.py").floor
+    return next((r for r in RELEASES if version_records.minor(r) == floor), None)
+
+
+def run_standalone(python, name, folder, env=None):
+    # From an empty folder, so the script can rely on nothing in the
+    # repository but itself; -X faulthandler shows where a crash happened.
+    script = REPO / "advanced" / f"{name}.py"
+    command = [str(python), "-X", "faulthandler", str(script)]
+    return run(command, cwd=folder, timeout=900, env=env)
+
+
+@pytest.fixture(scope="session")
+def standalone_runs(tmp_path_factory):
+    """Run every page on the pinned release and on its floor, two at a time.
+
+    The pinned runs share the compiler caches of ``make html`` (the Makefile
+    exports their folders), as a reader's second run would.
+    """
+    jobs = {(name, "pinned"): sys.executable for name in EXAMPLES}
+    for name in EXAMPLES:
+        release = floor_release(name)
+        if release and release != pinned_torch():
+            chosen = next(r for r in MATRIX["releases"] if r["torch"] == release)
+            venv, requirements = envs.matrix_venv(chosen)
+            label = f"torch {release}"
+            envs.ensure(venv, requirements, requirements.split("\n"), label)
+            caches = envs.cache_home() / "matrix" / f"caches-{release}"
+            jobs[name, release] = (
+                venv / "bin" / "python",
+                {
+                    "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+                    "TORCH_EXTENSIONS_DIR": str(caches / "extensions"),
+                },
+            )
+
+    def work(item):
+        (name, release), target = item
+        python, env = target if isinstance(target, tuple) else (target, None)
+        folder = tmp_path_factory.mktemp(f"{name}-{release}")
+        return (name, release), run_standalone(python, name, folder, env)
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return dict(pool.map(work, jobs.items()))

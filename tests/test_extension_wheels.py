@@ -1,23 +1,23 @@
 """The wheels the shipping pages build install and run where the pages say.
 
 ``cpp_extension_packaging.py`` and ``cpp_stable_abi.py`` build wheels into
-``$TORCH_EXTENSIONS_DIR/wheels``. These tests run both pages once with a
-folder of their own, take the wheels the pages left there, and check the
-pages' claims from outside: a second run reuses the wheels; pip accepts each
-wheel on the Python versions the packaging page says; the stable-ABI wheel,
-built with the pinned PyTorch, runs under the older releases of the version
-matrix from the page's floor on and fails to load below it; and the wheel
-built against ATen's C++ API carries no such promise.
-
-Other releases' environments come from ``tools/envs.py``: the floor release is
-installed when missing, the others are used when they are already there.
+``$TORCH_EXTENSIONS_DIR/wheels``, the cache ``make`` shares between the site's
+build and the pages' standalone runs. These tests take the wheels the pages
+left there, and check the pages' claims from outside: the standalone run after
+the build reuses the wheels; pip accepts each wheel on the Python versions the
+packaging page says; the stable-ABI wheel, built with the pinned PyTorch, runs
+under the older releases of the version matrix from the page's floor on and
+fails to load below it; and the wheel built against ATen's C++ API carries no
+such promise. Other releases' environments come from ``tools/envs.py``.
 """
 
+import os
 import re
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import REPO, run
+from conftest import GALLERY_DIR, REPO, run
 
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
@@ -31,25 +31,16 @@ def release_key(version):
     return tuple(int(part) for part in version.split("+")[0].split(".")[:2])
 
 
-def run_page(name, cache, cwd):
-    script = REPO / "advanced" / f"{name}.py"
-    process = run(
-        [sys.executable, "-X", "faulthandler", str(script)],
-        cwd=cwd,
-        env={"TORCH_EXTENSIONS_DIR": str(cache)},
-        timeout=1800,
-    )
-    assert process.returncode == 0, process.stderr[-4000:]
-    return process.stdout
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """Run both pages once; their output and the folder their wheels are in."""
-    cache = tmp_path_factory.mktemp("extensions")
+def built(site, standalone_runs):
+    """The wheels' folder, and each page's output in the build and standalone."""
+    cache = Path(os.environ["TORCH_EXTENSIONS_DIR"])
     outputs = {}
     for name in PAGES:
-        outputs[name] = run_page(name, cache, tmp_path_factory.mktemp(name))
+        run = standalone_runs[name, "pinned"]
+        assert run.returncode == 0, run.stderr[-4000:]
+        built_page = (REPO / GALLERY_DIR / f"{name}.rst").read_text()
+        outputs[name] = (built_page, run.stdout)
     return cache, outputs
 
 
@@ -124,13 +115,14 @@ print("loaded under torch", torch.__version__)
 """
 
 
-def test_pages_build_their_wheels_once_then_reuse_them(built, tmp_path):
-    cache, first = built
+def test_pages_build_their_wheels_once_then_reuse_them(built):
+    _, outputs = built
     for name in PAGES:
-        assert re.search(r"built the wheel in", first[name]), name
-        again = run_page(name, cache, tmp_path)
-        assert "built the wheel" not in again, name
-        assert re.search(r"reused the cached wheel in", again), name
+        in_build, standalone = outputs[name]
+        # The build built the wheel, or reused one an earlier build left.
+        assert re.search(r"(built the|reused the cached) wheel in", in_build), name
+        assert "built the wheel" not in standalone, name
+        assert re.search(r"reused the cached wheel in", standalone), name
 
 
 @pytest.mark.parametrize("minor", range(9, 15))
@@ -164,9 +156,8 @@ def test_stable_wheel_loads_from_the_page_floor_on_and_not_below(
     built, tmp_path, release
 ):
     cache, _ = built
-    python = matrix_python(next(r for r in envs.releases() if r["torch"] == release))
-    if python is None:
-        pytest.skip(f"the matrix environment of torch {release} is not installed")
+    chosen = next(r for r in envs.releases() if r["torch"] == release)
+    python = matrix_python(chosen, install=True)
     site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
     process = run(
         [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
@@ -204,5 +195,5 @@ def test_the_pages_wheels_are_the_ones_tested(built):
         ("abi3", "cpp_extension_packaging"),
         ("stable", "cpp_stable_abi"),
     ]:
-        assert the_wheel(cache, label).name in outputs[page], (label, page)
+        assert the_wheel(cache, label).name in outputs[page][1], (label, page)
     assert "-cp310-abi3-" in the_wheel(cache, "stable").name

@@ -7,64 +7,22 @@ current and consistent, and runs each page again, standalone, on the two
 releases that bound what its page claims: its floor and the pinned release.
 """
 
-import concurrent.futures
-import os
 import sys
-import tomllib
 
 import pytest
-from conftest import EXAMPLES, REPO, pinned_torch, project_with_example, run
+from conftest import (
+    EXAMPLES,
+    MATRIX,
+    RELEASES,
+    REPO,
+    floor_release,
+    pinned_torch,
+    project_with_example,
+    run,
+)
 
 sys.path.insert(0, str(REPO / "_ext"))
-sys.path.insert(0, str(REPO / "tools"))
-import envs  # noqa: E402
 import version_records  # noqa: E402
-
-MATRIX = tomllib.loads((REPO / "versions" / "matrix.toml").read_text())
-RELEASES = [release["torch"] for release in MATRIX["releases"]]
-
-
-def floor_release(name):
-    floor = version_records.read(REPO, REPO / "advanced" / f"{name}.py").floor
-    return next((r for r in RELEASES if version_records.minor(r) == floor), None)
-
-
-def run_standalone(python, name, folder, env=None):
-    # From an empty folder, so the script can rely on nothing in the
-    # repository but itself; -X faulthandler shows where a crash happened.
-    script = REPO / "advanced" / f"{name}.py"
-    command = [str(python), "-X", "faulthandler", str(script)]
-    return run(command, cwd=folder, timeout=900, env=env)
-
-
-@pytest.fixture(scope="session")
-def standalone_runs(tmp_path_factory):
-    """Run every page on the pinned release and on its floor, two at a time."""
-    jobs = {(name, "pinned"): sys.executable for name in EXAMPLES}
-    for name in EXAMPLES:
-        release = floor_release(name)
-        if release and release != pinned_torch():
-            chosen = next(r for r in MATRIX["releases"] if r["torch"] == release)
-            venv, requirements = envs.matrix_venv(chosen)
-            label = f"torch {release}"
-            envs.ensure(venv, requirements, requirements.split("\n"), label)
-            caches = envs.cache_home() / "matrix" / f"caches-{release}"
-            jobs[name, release] = (
-                venv / "bin" / "python",
-                {
-                    "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
-                    "TORCH_EXTENSIONS_DIR": str(caches / "extensions"),
-                },
-            )
-
-    def work(item):
-        (name, release), target = item
-        python, env = target if isinstance(target, tuple) else (target, None)
-        folder = tmp_path_factory.mktemp(f"{name}-{release}")
-        return (name, release), run_standalone(python, name, folder, env)
-
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return dict(pool.map(work, jobs.items()))
 
 
 def test_matrix_ends_with_the_pinned_release():
