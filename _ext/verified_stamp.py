@@ -221,9 +221,17 @@ def _stamp(record, versions):
 
 
 def stated_floor_pattern():
-    """The Prerequisites bullet "PyTorch X.Y or later", in the page's language."""
-    stated = re.escape(_("PyTorch {version} or later"))
-    return re.compile(stated.replace(re.escape("{version}"), r"(\d+\.\d+)"))
+    """The Prerequisites bullet "PyTorch X.Y or later".
+
+    It matches the page's language and, for a page whose catalog has not
+    translated the bullet yet, the English source text.
+    """
+    wordings = {_("PyTorch {version} or later"), "PyTorch {version} or later"}
+    stated = "|".join(
+        re.escape(wording).replace(re.escape("{version}"), r"\d+\.\d+")
+        for wording in sorted(wordings)
+    )
+    return re.compile(f"(?:{stated})")
 
 
 def measured_floor(versions):
