@@ -212,6 +212,8 @@ if hasattr(torch.compiler, "nonstrict_trace"):
 else:
     nonstrict_trace = torch._dynamo.nonstrict_trace
     print("nonstrict_trace: not public on this release; using torch._dynamo's")
+release = tuple(int(part) for part in torch.__version__.split(".")[:2])
+assert hasattr(torch.compiler, "nonstrict_trace") == (release >= (2, 14))
 cube_root_nonstrict = nonstrict_trace(cube_root_nonstrict)
 
 # %%

@@ -633,8 +633,8 @@ assert backend.compilations == 1
 # C++'s ``TORCH_LIBRARY``, says exactly what you type, and ``int`` there
 # means a concrete integer. When the compiler passes a size that is a symbol
 # to such an argument, it must turn the symbol into a number and guard on
-# that number, and every new size then compiles again. This is pytorch
-# issues 121080 and 154851.
+# that number, and every new size then compiles again (PyTorch issues 121080 and
+# 154851).
 #
 # ``zero_pad`` pads the last dimension with zeros to a given length. We
 # define it twice from the same Python function, once with ``int length`` and
@@ -796,6 +796,8 @@ for name in ("transposed", "permuted"):
     assert caught[name][1], name
 opcheck_sees_cpu_strides = caught["permuted"][0]
 print(f"opcheck compares CPU strides on this release: {opcheck_sees_cpu_strides}")
+release = tuple(int(part) for part in torch.__version__.split(".")[:2])
+assert opcheck_sees_cpu_strides == (release >= (2, 13))
 
 # %%
 # Only the permuted and transposed samples expose the bug. The fix is to say

@@ -23,8 +23,8 @@ work on a side CUDA stream.
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.7 or later (the tags that arrived later are detected, and
-         the page says which parts ran)
+       * PyTorch 2.7 or later; the page detects the tags that arrived later
+         and says which parts ran
        * A CUDA GPU for the CUDA-graph and stream demonstrations (the page
          runs without one and says what it skipped)
        * Matplotlib
@@ -202,6 +202,11 @@ else:
     default_tag = torch._inductor.config.custom_op_default_layout_constraint
 print(f"default for untagged custom operators on this release: {default_tag}")
 assert default_tag in layout_tags
+release = tuple(int(part) for part in torch.__version__.split(".")[:2])
+if release >= (2, 8):
+    assert default_tag == "needs_exact_strides", default_tag
+else:
+    assert default_tag == "needs_fixed_stride_order", default_tag
 
 # %%
 # What the operator receives
@@ -270,7 +275,8 @@ for name in ["eager", *probes]:
     print(f"{short_names[name]:<12}" + cells)
 
 # %%
-# The assertions below check, on every row, the promises the tags make:
+# The assertions below check, for every producer (every column of the
+# table), the promises the tags make:
 #
 # * ``needs_exact_strides``: exactly eager's strides.
 # * ``needs_fixed_stride_order``: the same order of strides (which dimension
@@ -291,7 +297,7 @@ def stride_order(layout):
     return sorted(range(len(strides)), key=lambda dim: strides[dim])
 
 
-broadcast_rows = []
+broadcast_producers = []
 define_matches = {"the default": True, "flexible_layout": True}
 for case, row in seen.items():
     eager_strides = row["eager"][0][:-1]
@@ -299,7 +305,7 @@ for case, row in seen.items():
         assert row["needs_exact_strides"][0][:-1] == eager_strides, case
     fixed = row["needs_fixed_stride_order"][0]
     if 0 in fixed[:-1] and 0 not in eager_strides:
-        broadcast_rows.append(case)
+        broadcast_producers.append(case)
     else:
         assert stride_order(fixed) == stride_order(row["eager"][0]), case
     if "needs_contiguous_strides" in row:
@@ -315,7 +321,10 @@ for case, row in seen.items():
 assert any(define_matches.values())
 print(f"asserted: the tags keep their promises; untagged behaves as {default_tag}")
 print(f"an untagged torch.library.define operator matches: {define_matches}")
-print(f"rows where needs_fixed_stride_order passed a broadcast view: {broadcast_rows}")
+print(
+    "producers where needs_fixed_stride_order passed a broadcast view:",
+    broadcast_producers,
+)
 
 # %%
 # On this release the untagged ``custom_op`` copy behaves as the configured
@@ -324,7 +333,7 @@ print(f"rows where needs_fixed_stride_order passed a broadcast view: {broadcast_
 # operator defined with ``torch.library.define`` or in C++ got a flexible
 # layout), and has been ``needs_exact_strides`` for every custom operator
 # since 2.8 (pytorch PR 150511, after issues 124647 and 137979). If the last
-# line above lists a row, ``needs_fixed_stride_order`` handed the operator a
+# line above lists a producer, ``needs_fixed_stride_order`` handed the operator a
 # broadcast view there, several elements at one address: harmless for a
 # kernel that only reads through the strides, wrong for one that writes into
 # its input or gives the pointer to code expecting one element per address.
