@@ -307,7 +307,12 @@ class MarkdownWriter:
 
     @staticmethod
     def inline_text(text):
-        return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
+        # An underscore between two letters or digits ("custom_op") cannot
+        # start or end emphasis in Markdown, so it stays as written; every
+        # other one is escaped, like the other characters Markdown reads.
+        return re.sub(
+            r"([\\`*\[\]<>|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))", r"\\\1", text
+        )
 
     def inline_literal(self, node):
         text = node.astext()

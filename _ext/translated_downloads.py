@@ -155,6 +155,33 @@ def translate_text(text, messages, escape=False):
     return _fix_adornments(text), used
 
 
+def translate_repeats(text, translations, escape=False):
+    """Translate the further occurrences of messages that occur twice.
+
+    A catalog holds each message once, so ``translate_text`` replaces only
+    its first occurrence. Later ones are replaced here where they fill whole
+    lines: a paragraph or list item of their own (a table that links to the
+    same section twice), never a part of a longer sentence.
+    """
+    for english, translation in translations.items():
+        if english == translation:
+            continue
+        if escape:
+            translation = translation.replace("\\", "\\\\")
+        start = 0
+        while match := _pattern(english).search(text, start):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            leading = text[line_start : match.start()]
+            whole = leading.strip() == "" or LIST_MARKER.match(leading)
+            if whole and text[match.end() : match.end() + 1] in ("", "\n"):
+                replacement = _wrap(translation, len(leading), display_width(leading))
+                text = text[: match.start()] + replacement + text[match.end() :]
+                start = match.start() + len(replacement)
+            else:
+                start = match.end()
+    return text
+
+
 def _fix_adornments(text):
     """Make every heading's over- and underline as wide as its title."""
     lines = text.split("\n")
@@ -177,6 +204,7 @@ def translate_script(source_text, translations):
     for first, last, prefix in prose_regions(lines, source_text):
         region = "\n".join(_strip(line, prefix) for line in lines[first : last + 1])
         translated, used = translate_text(region, remaining, escape=not prefix)
+        translated = translate_repeats(translated, translations, escape=not prefix)
         remaining = [item for item in remaining if item[0] not in set(used)]
         new_lines = [_unstrip(line, prefix) for line in translated.split("\n")]
         replacements.append((first, last, new_lines))
