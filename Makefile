@@ -25,8 +25,11 @@ BIN := $(VENV)/bin
 
 # Compiler caches (Inductor's generated code, compiled C++ extensions) live
 # beside the virtual environment, so they survive `make clean` and fresh clones.
+# The extensions' folder, where the shipping pages also keep the wheels they
+# build, is one per environment: a build with another Python or PyTorch never
+# mixes its wheels with this one's.
 export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE_HOME)/pytorch-custom-ops-site/inductor-cache
-export TORCH_EXTENSIONS_DIR ?= $(CACHE_HOME)/pytorch-custom-ops-site/torch-extensions
+export TORCH_EXTENSIONS_DIR ?= $(CACHE_HOME)/pytorch-custom-ops-site/torch-extensions/$(notdir $(VENV))
 
 SPHINXOPTS ?= -W --keep-going
 BUILDDIR ?= _build

@@ -45,7 +45,17 @@ def built(site, standalone_runs):
 
 
 def the_wheel(cache, label):
-    (wheel,) = (cache / "wheels").glob(f"{label}-*/*.whl")
+    """The wheel this build's pages made for ``label``.
+
+    The pages keep each wheel in a folder named after a hash of its inputs.
+    ``make`` gives every environment a cache of its own, so other folders
+    for the label come only from earlier versions of the page: the newest
+    folder is this version's.
+    """
+    folders = [f for f in (cache / "wheels").glob(f"{label}-*") if f.is_dir()]
+    assert folders, f"no {label} wheel under {cache}"
+    newest = max(folders, key=lambda folder: folder.stat().st_mtime)
+    (wheel,) = newest.glob("*.whl")
     return wheel
 
 
