@@ -88,6 +88,16 @@ def pinned_torch():
     return re.search(r"^torch==(\S+)", text, re.M).group(1)
 
 
+def downloads(page):
+    """The .py and .ipynb files a built page offers for download."""
+    html = page.read_text()
+    found = {}
+    for suffix in ("py", "ipynb"):
+        (href,) = set(re.findall(rf'href="([^"]*_downloads/[^"]*\.{suffix})"', html))
+        found[suffix] = page.parent / href
+    return found
+
+
 def floor_check(major_minor):
     """A page's first cell, as README.md ("Adding a page") prescribes it."""
     major, minor = major_minor.split(".")

@@ -13,7 +13,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import EXAMPLES, GALLERY_DIR, REPO
+from conftest import EXAMPLES, GALLERY_DIR, REPO, downloads
 
 sys.path.insert(0, str(REPO / "_ext"))
 import translated_downloads  # noqa: E402
@@ -44,15 +44,6 @@ def test_every_page_has_a_chinese_edition(site):
     assert not missing, missing
     html = (chinese / "index.html").read_text()
     assert '<html lang="zh-CN"' in html or 'lang="zh_CN"' in html, html[:300]
-
-
-def downloads(page):
-    html = page.read_text()
-    found = {}
-    for suffix in ("py", "ipynb"):
-        (href,) = set(re.findall(rf'href="([^"]*_downloads/[^"]*\.{suffix})"', html))
-        found[suffix] = page.parent / href
-    return found
 
 
 def prose_of(script):

@@ -14,7 +14,14 @@ import sys
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from conftest import EXAMPLES, REPO, example_source, make, project_with_example
+from conftest import (
+    EXAMPLES,
+    REPO,
+    downloads,
+    example_source,
+    make,
+    project_with_example,
+)
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
@@ -51,9 +58,7 @@ PROVIDERS = {
 
 
 def notebook_of(site, name):
-    html = site.page(name).read_text()
-    (href,) = set(re.findall(rf'href="([^"]*_downloads/[^"]*/{name}\.ipynb)"', html))
-    notebook = nbformat.read(site.page(name).parent / href, as_version=4)
+    notebook = nbformat.read(downloads(site.page(name))["ipynb"], as_version=4)
     nbformat.validate(notebook)
     return notebook
 
@@ -208,12 +213,9 @@ def test_cross_references_become_links_when_the_site_address_is_known(tmp_path):
         env={"SITE_URL": address},
     )
     assert process.returncode == 0, process.stderr[-3000:]
-    page = project / "_build" / "html" / "tutorials" / "linked.html"
     # The notebook readers download: the one the English page links to.
-    (href,) = set(
-        re.findall(r'href="([^"]*_downloads/[^"]*/linked\.ipynb)"', page.read_text())
-    )
-    notebook = nbformat.read(page.parent / href, as_version=4)
+    page = project / "_build" / "html" / "tutorials" / "linked.html"
+    notebook = nbformat.read(downloads(page)["ipynb"], as_version=4)
     prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     link = f"[A Linked Page]({address}tutorials/linked.html)"
     assert link in prose, prose
