@@ -127,6 +127,13 @@ def _wrap(text, indent, first_column):
 LIST_MARKER = re.compile(r"^\s*(?:[*+\-]|#\.|\d+\.)\s+$")
 
 
+def _line_start(text, start):
+    """What precedes ``start`` on its line, and whether that is only
+    indentation or a list marker (the text at ``start`` begins the line)."""
+    leading = text[text.rfind("\n", 0, start) + 1 : start]
+    return leading, leading.strip() == "" or bool(LIST_MARKER.match(leading))
+
+
 def translate_text(text, messages, escape=False):
     """(translated text, messages used) for one region of prose.
 
@@ -143,9 +150,8 @@ def translate_text(text, messages, escape=False):
             continue
         if escape:
             translation = translation.replace("\\", "\\\\")
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        leading = text[line_start : match.start()]
-        if leading.strip() == "" or LIST_MARKER.match(leading):
+        leading, begins_line = _line_start(text, match.start())
+        if begins_line:
             replacement = _wrap(translation, len(leading), display_width(leading))
         else:
             replacement = translation  # a directive's argument: one line
@@ -170,10 +176,8 @@ def translate_repeats(text, translations, escape=False):
             translation = translation.replace("\\", "\\\\")
         start = 0
         while match := _pattern(english).search(text, start):
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            leading = text[line_start : match.start()]
-            whole = leading.strip() == "" or LIST_MARKER.match(leading)
-            if whole and text[match.end() : match.end() + 1] in ("", "\n"):
+            leading, begins_line = _line_start(text, match.start())
+            if begins_line and text[match.end() : match.end() + 1] in ("", "\n"):
                 replacement = _wrap(translation, len(leading), display_width(leading))
                 text = text[: match.start()] + replacement + text[match.end() :]
                 start = match.start() + len(replacement)
