@@ -4,12 +4,9 @@ Under the Hood of custom_op
 
 ``torch.library.custom_op`` looks like a plain decorator, but it leaves a
 trail of entries in PyTorch's operator registry, the *dispatcher*. This page
-follows that trail with the dispatcher's own query functions: the schema the
-decorator writes from your type hints, the kernels it installs and under
-which dispatch keys, what each later registration adds, what happens when the
-same name is defined twice, and how ``torch.ops`` reaches the very same
-operator. Afterwards you will be able to inspect any operator's registrations
-yourself and explain the errors that come out of them.
+follows that trail with the dispatcher's own query functions. Afterwards you
+will be able to inspect any operator's registrations yourself and explain the
+errors that come out of them.
 
 .. grid:: 2
 
@@ -44,10 +41,9 @@ yourself and explain the errors that come out of them.
    #. Never call a handle kept from before an operator was redefined; pick a
       new name, or scope test libraries with ``_scoped_library``.
 
-Several functions used here start with an underscore (``torch._C._dispatch_*``
-and a few attributes of the decorated function). They are PyTorch's internal
-inspection tools: fine for looking around, as this page does, but not an API
-to build on, since they may change between releases.
+The ``torch._C._dispatch_*`` functions and other underscore names used here
+are PyTorch's internal inspection tools: fine for looking around, not an API
+to build on.
 """
 
 # %%
@@ -94,24 +90,10 @@ def layouts(rows=3, cols=4, device="cpu", requires_grad=False):
 # From type hints to a schema
 # ---------------------------
 #
-# Every operator in the dispatcher has a *schema*: a one-line signature in
-# the same language as the built-in ``aten`` operators, such as
-# ``(Tensor x, float factor) -> Tensor``. ``custom_op`` writes it for you by
-# reading the function's type hints. Recent releases expose the function
-# that does this as ``torch.library.infer_schema``; where it is missing, the
-# same function is available from the private module
-# ``torch._library.infer_schema``, so we fall back to that.
-
-if hasattr(torch.library, "infer_schema"):
-    infer_schema = torch.library.infer_schema
-else:
-    from torch._library.infer_schema import infer_schema
-
-    print("torch.library.infer_schema is missing; using the private copy")
-
-# %%
-# Here are a few signatures side by side with the schemas they produce. The
-# functions are never called, so their bodies are just ``...``.
+# Every operator in the dispatcher has a *schema*, a one-line signature such
+# as ``(Tensor x, float factor) -> Tensor``. ``custom_op`` writes it from the
+# type hints with ``torch.library.infer_schema``, which we call on a few
+# signatures (never called, so their bodies are ``...``):
 
 
 def scaled(x: Tensor, factor: float) -> Tensor: ...
@@ -145,26 +127,23 @@ signatures = [
 ]
 schemas = {}
 for function, mutates in signatures:
-    schema = infer_schema(function, mutates_args=mutates)
+    schema = torch.library.infer_schema(function, mutates_args=mutates)
     schemas[function.__name__, str(mutates)] = schema
     print(f"{function.__name__}{inspect.signature(function)}")
     print(f"    mutates_args={mutates!r:10} ->  {schema}\n")
 
 # %%
-# Reading the table line by line:
+# Reading the table:
 #
-# * ``float``, ``bool`` and ``str`` keep their names, and Python defaults
-#   become schema defaults (``float alpha=1.0``).
-# * ``int`` becomes ``SymInt``: under ``torch.compile`` an integer argument
-#   may be a symbolic size rather than a fixed number.
-# * ``Tensor | None`` (or ``Optional[Tensor]``) becomes ``Tensor?``,
-#   ``list[Tensor]`` becomes ``Tensor[]``, a tuple return becomes a
-#   parenthesised list of returns, and ``None`` becomes ``()``: no outputs.
+# * Python defaults become schema defaults (``float alpha=1.0``).
+# * ``int`` becomes ``SymInt``: under ``torch.compile`` it may be a symbolic
+#   size.
+# * ``Tensor | None`` becomes ``Tensor?`` and ``list[Tensor]`` becomes
+#   ``Tensor[]``; a tuple return becomes a list of returns, ``None`` ``()``.
 # * ``torch.device`` and ``torch.dtype`` become ``Device`` and
 #   ``ScalarType``; keyword-only arguments stay behind a ``*``.
-# * An argument named in ``mutates_args`` gets an *alias annotation* ending
-#   in ``!``, which means "written to". ``"unknown"`` marks every tensor that
-#   way, the safe but pessimistic choice.
+# * An argument in ``mutates_args`` gets an *alias annotation* ending in
+#   ``!``, "written to"; ``"unknown"`` marks every tensor that way.
 #
 # Parsing the schemas back confirms each point:
 
@@ -185,9 +164,8 @@ print("every schema reads back as described")
 # What the decorator registers
 # ----------------------------
 #
-# Now a real operator. ``internals::scale`` multiplies a tensor by a number.
-# Like every operator on this site, it rejects arguments it cannot handle
-# with a ``ValueError``.
+# Now a real operator: ``internals::scale`` multiplies a tensor by a number,
+# and rejects a non-finite one with a ``ValueError``.
 
 
 def check_factor(factor: float) -> None:
@@ -212,13 +190,10 @@ else:
     raise AssertionError("expected scale to reject an infinite factor")
 
 # %%
-# ``scale`` has the same signature as ``scaled`` above, and the registered
-# schema is the one inferred for ``scaled`` with the qualified name in front.
-# Its kernels are listed by ``torch._C._dispatch_dump``. Each line names a
-# *dispatch key*, a slot in the operator's table that the dispatcher
-# consults depending on the arguments (their devices, whether autograd is
-# recording, and so on). We strip the file locations from the dump to keep
-# it short.
+# The registered schema is the one inferred for ``scaled``, with the name in
+# front. ``torch._C._dispatch_dump`` lists the kernels, one per *dispatch
+# key*: a slot the dispatcher consults depending on the arguments (device,
+# whether autograd is recording, ...). We strip the file locations.
 
 
 def kernel_lines(qualname: str) -> list[str]:
@@ -242,18 +217,15 @@ assert set(scale_lines) == {
 # %%
 # Three kernels, each with a job:
 #
-# * ``CompositeExplicitAutograd`` holds your function. It is an *alias* key:
-#   one registration that stands for every backend (CPU, CUDA, and the rest)
-#   that has no kernel of its own.
-# * ``Autograd`` (also an alias, for ``AutogradCPU``, ``AutogradCUDA`` and so
-#   on) holds a kernel that ``custom_op`` writes. It runs ahead of the
-#   backend kernel, records the backward formula when the inputs need
-#   gradients, and passes the call on to the backend.
-# * ``Meta`` holds a kernel that forwards to the fake kernel, so that meta
-#   tensors (tensors with a shape but no storage) work.
+# * ``CompositeExplicitAutograd`` holds your function. It is an *alias* key,
+#   standing for every backend without a kernel of its own.
+# * ``Autograd`` (an alias for ``AutogradCPU``, ``AutogradCUDA``, ...) holds
+#   ``custom_op``'s kernel that records the backward formula, then passes the
+#   call on.
+# * ``Meta`` forwards to the fake kernel, so meta tensors work.
 #
 # The dispatcher expands alias keys into a *computed* table: nothing is
-# registered under ``CPU`` itself, yet a CPU call finds a kernel.
+# registered under ``CPU``, yet a CPU call finds a kernel.
 
 for key in ("CPU", "CUDA", "AutogradCPU"):
     direct = torch._C._dispatch_has_kernel_for_dispatch_key("internals::scale", key)
@@ -267,11 +239,10 @@ for key in ("CPU", "CUDA", "AutogradCPU"):
 # Different operators, different keys
 # -----------------------------------
 #
-# What ``custom_op`` installs depends on the function. To compare, we define
-# four more operators: one that writes into its argument, one restricted to
-# CPU with ``device_types``, and two factories that take no tensor at all,
-# only a ``device``: ``ramp`` with ``device_types`` and ``ramp_anywhere``
-# without.
+# What ``custom_op`` installs depends on the function. Four more operators:
+# one that writes into its argument, one restricted to CPU, and two factories
+# that take only a ``device``, ``ramp`` with ``device_types`` and
+# ``ramp_anywhere`` without.
 
 
 ad_inplace_excluded = []  # what the kernel sees; see the version counter below
@@ -355,18 +326,14 @@ print_key_table(by_kind)
 # Every operator has ``Meta`` and ``Autograd``. The differences:
 #
 # * ``fill_with`` mutates ``x``, so it also has an ``ADInplaceOrView``
-#   kernel. That key runs for in-place operations and bumps the *version
-#   counter* of each tensor written to; autograd uses the counter to detect
-#   a tensor that was modified after being saved for backward.
-# * ``cpu_double`` has a ``CPU`` kernel instead of ``CompositeExplicitAutograd``:
-#   ``device_types="cpu"`` registers the function for that one backend.
-# * ``ramp`` has no tensor argument, so the dispatcher has no tensor to read
-#   a device from, and its kernel is registered for one backend only. A
-#   ``BackendSelect`` kernel reads the ``device`` argument and routes the call
-#   to the matching backend kernel.
-# * ``ramp_anywhere`` has no ``device_types``, so its one function sits under
-#   ``CompositeExplicitAutograd`` and serves every device by itself: there is
-#   nothing to route between, and no ``BackendSelect`` kernel.
+#   kernel, which bumps the *version counter* of each tensor written to;
+#   autograd uses it to detect a saved tensor modified later.
+# * ``cpu_double`` has a ``CPU`` kernel instead of
+#   ``CompositeExplicitAutograd``.
+# * ``ramp`` has no tensor to read a device from, and a kernel for one
+#   backend only, so a ``BackendSelect`` kernel routes the call by its
+#   ``device`` argument.
+# * ``ramp_anywhere``'s one function serves every device: nothing to route.
 
 mutable_keys = {"CompositeExplicitAutograd", "Meta", "Autograd", "ADInplaceOrView"}
 assert by_kind["fill_with"] == mutable_keys
@@ -378,10 +345,9 @@ for device in ["meta", *devices]:
     assert made.device.type == device and made.shape == (3,)
 
 # %%
-# The version counter shows the ``ADInplaceOrView`` kernel at work. This
-# operator writes into ``x`` through NumPy, behind PyTorch's back, so nothing
-# inside the kernel can bump the counter. The ``ADInplaceOrView`` kernel
-# bumps it anyway, once, because ``x`` is named in ``mutates_args``:
+# This operator writes into ``x`` through NumPy, behind PyTorch's back, yet
+# the ``ADInplaceOrView`` kernel bumps the counter once, because ``x`` is in
+# ``mutates_args``:
 
 
 @torch.library.custom_op("internals::fill_through_numpy", mutates_args={"x"})
@@ -397,10 +363,9 @@ print(f"version after fill_through_numpy: {buffer._version}")
 assert buffer._version == 1 and torch.equal(buffer, torch.full((3,), 7.0))
 
 # %%
-# That single bump is what keeps autograd honest. A multiplication saves its
-# inputs for the backward pass together with their versions; writing into one
-# of them afterwards, even through NumPy, makes the backward refuse to run
-# instead of computing a gradient from the new values:
+# That bump keeps autograd honest: a multiplication saves its inputs with
+# their versions, so writing into one afterwards, even through NumPy, makes
+# the backward refuse to run:
 
 weights = torch.randn(3, requires_grad=True)
 buffer = torch.ones(3)
@@ -415,13 +380,11 @@ else:
     raise AssertionError("expected autograd to notice the modified buffer")
 
 # %%
-# Whether in-place PyTorch operations *inside* a kernel add bumps of their
-# own depends on the release. Up to PyTorch 2.12, ``custom_op``'s
-# ``ADInplaceOrView`` kernel passed the call on through PyTorch's generic one,
-# which runs the rest of the call with the ``ADInplaceOrView`` key excluded,
-# so a ``fill_`` inside the kernel bumped nothing. From 2.13 it calls the
-# backend kernel directly, the key stays active, and the inner ``fill_`` adds
-# its own bump. ``fill_with`` noted which of the two this release does:
+# Whether in-place operations *inside* a kernel bump it too depends on the
+# release. Up to PyTorch 2.12, the rest of the call ran with the
+# ``ADInplaceOrView`` key excluded, so an inner ``fill_`` bumped nothing; from
+# 2.13 the key stays active and it adds its own bump. ``fill_with`` noted
+# which this release does:
 
 plain, through_op = torch.zeros(3), torch.zeros(3)
 plain.fill_(7.0)
@@ -449,10 +412,8 @@ for x in layouts().values():
 print(f"opcheck passed for fill_with on {devices}, and for fill_through_numpy")
 
 # %%
-# For ``ramp``, the ``BackendSelect`` kernel is the one that reads the
-# ``device`` argument. Asked for a device that neither ``device_types`` nor
-# ``register_kernel`` gave a kernel (here ``meta``), it is that kernel, not
-# the dispatcher, that refuses, naming the device:
+# Asked for a device without a kernel (here ``meta``), ``ramp``'s
+# ``BackendSelect`` kernel refuses, naming the device:
 
 assert torch.equal(ramp(4, torch.device("cpu")), torch.arange(4.0))
 try:
@@ -467,11 +428,10 @@ else:
 # Where the fake kernel lives
 # ---------------------------
 #
-# The ``Meta`` kernel appeared on ``scale`` before we registered any fake
-# kernel. At definition time ``custom_op`` stores a placeholder in PyTorch's
-# *fake kernel registry* (a Python-side table keyed by operator name), and
-# storing a fake kernel there also installs a ``Meta`` kernel that forwards
-# to it. Until ``register_fake`` fills the placeholder, it raises:
+# The ``Meta`` kernel appeared before any fake kernel was registered: at
+# definition time ``custom_op`` stores a placeholder in the Python-side *fake
+# kernel registry*, which installs the ``Meta`` kernel. Until
+# ``register_fake`` fills it, the placeholder raises:
 
 meta_input = torch.empty(3, device="meta")
 try:
@@ -495,12 +455,10 @@ fill_with(torch.empty(3, device="meta"), 1.0)
 print("fill_with ran on a meta tensor without a fake kernel")
 
 # %%
-# ``torch.compile`` traces with *fake* tensors, a Python subclass that also
-# has no data. For an operator with an entry in the registry, fake tensors do
-# not go through the ``Meta`` key at all: they call the registered fake kernel
-# directly. The difference shows when a fake kernel asks for the context
-# object (``torch.library.get_ctx()``) to create an output size that depends
-# on the data: fake tensors provide the context, meta tensors cannot.
+# ``torch.compile``'s *fake* tensors, a Python subclass with no data, skip the
+# ``Meta`` key and call the fake kernel directly. The difference shows when a
+# fake kernel asks ``torch.library.get_ctx()`` for a data-dependent size:
+# fake tensors provide the context, meta tensors cannot.
 
 
 @torch.library.custom_op("internals::positive_part", mutates_args=())
@@ -542,10 +500,9 @@ print(f"opcheck passed for positive_part on {list(vectors)} vectors (1-D only)")
 # What later registrations change
 # -------------------------------
 #
-# We now add the usual registrations to ``scale`` one at a time, and record
-# the dispatch keys after each step. ``register_vmap`` and
-# ``register_autocast`` may be missing from older releases, so they are only
-# applied where this PyTorch has them.
+# We add the usual registrations to ``scale`` one at a time and record the
+# dispatch keys after each (``register_vmap`` and ``register_autocast`` where
+# this release has them).
 
 stages = {"defined": registered_keys("internals::scale")}
 
@@ -598,13 +555,10 @@ if hasattr(scale, "register_autocast"):
 print_key_table(stages)
 
 # %%
-# ``register_fake`` and ``register_autograd`` leave the table exactly as it
-# was. The ``Meta`` and ``Autograd`` kernels installed at definition time
-# look up the fake kernel and the backward formula when they run, so the
-# registrations only fill in those Python-side slots. ``register_kernel``
-# adds a real entry (``CPU``), and so do ``register_vmap``
-# (``FuncTorchBatched``, the key ``torch.vmap`` uses) and
-# ``register_autocast`` (``AutocastCPU``).
+# ``register_fake`` and ``register_autograd`` leave the table as it was: the
+# kernels installed at definition time look them up when they run.
+# ``register_kernel``, ``register_vmap`` and ``register_autocast`` add
+# ``CPU``, ``FuncTorchBatched`` and ``AutocastCPU`` respectively.
 
 assert stages["+fake"] == stages["defined"] == stages["+autograd"]
 assert stages["+kernel(cpu)"] == stages["defined"] | {"CPU"}
@@ -614,13 +568,11 @@ if "+autocast" in stages:
     assert stages["+autocast"] - stages["+vmap"] == {"AutocastCPU"}
 
 # %%
-# Both tables fit in one picture. Each square is a kernel registered under
-# that dispatch key; the blue ones sit under *alias* keys, which stand for a
-# whole family of runtime keys (``Autograd`` for ``AutogradCPU``,
-# ``AutogradCUDA`` and the rest). On the left, what ``custom_op`` installs
-# for each kind of operator; on the right, what each registration adds to
-# ``scale``.
+# Both tables in one picture: on the left, what ``custom_op`` installs for
+# each kind of operator; on the right, what each registration adds to
+# ``scale``. Blue squares sit under *alias* keys.
 
+# sphinx_gallery_start_ignore
 ALIAS_KEYS = {"CompositeExplicitAutograd", "Autograd"}
 panels = {
     "custom_op, by kind of operator": by_kind,
@@ -651,6 +603,7 @@ axes[0].plot([], [], "s", color="#1f618d", label="kernel under an alias key")
 axes[0].plot([], [], "s", color="#ca6f1e", label="kernel under a runtime key")
 fig.legend(loc="outside lower center", ncols=2, frameon=False)
 plt.show()
+# sphinx_gallery_end_ignore
 
 # %%
 # The behaviour did change, of course: meta tensors and backward now work.
@@ -663,14 +616,10 @@ scale(leaf, 3.0).sum().backward()
 assert torch.equal(leaf.grad, torch.full((3,), 3.0))
 
 # %%
-# The new ``CPU`` kernel takes dense CPU calls, while every other backend
-# still reaches the original function through ``CompositeExplicitAutograd``:
-# a device-specific kernel can be added without giving up the general one.
-# Sparse CPU tensors have a dispatch key of their own, so they show this on
-# any machine. Up to PyTorch 2.10, the sparse call then fails *after* the
-# general kernel has run: ``custom_op`` checks that no output shares memory
-# with an input, and that check could not read a sparse tensor's storage.
-# The cell says which of the two this release does.
+# The ``CPU`` kernel takes dense CPU calls; every other backend, including
+# sparse CPU tensors, still reaches the general function. Up to PyTorch 2.10
+# the sparse call then failed in ``custom_op``'s aliasing check, which could
+# not read a sparse tensor's storage; the cell says what this release does.
 
 samples = {device: torch.randn(4, device=device) for device in devices}
 samples["sparse cpu"] = torch.randn(4).to_sparse()
@@ -701,13 +650,10 @@ print(f"opcheck passed for internals::scale on {devices}, every layout")
 # One operator, several handles
 # -----------------------------
 #
-# The decorated ``scale`` is a ``CustomOpDef``, a Python object that keeps the
-# registrations together. The dispatcher's view of the same operator is
-# reachable by name through ``torch.ops``: ``torch.ops.internals.scale`` is an
-# *overload packet* (all overloads sharing a name) and its ``.default`` is
-# the single ``OpOverload`` that ``custom_op`` defined. The ``CustomOpDef``
-# keeps a reference to that overload in its private ``_opoverload``
-# attribute, and calling it simply calls the overload.
+# The decorated ``scale`` is a ``CustomOpDef`` that keeps the registrations
+# together. ``torch.ops.internals.scale`` is an *overload packet*, and its
+# ``.default`` the ``OpOverload`` that ``custom_op`` defined, which the
+# ``CustomOpDef`` keeps (privately, as ``_opoverload``) and calls.
 
 packet = torch.ops.internals.scale
 overload = torch.ops.internals.scale.default
@@ -724,12 +670,9 @@ assert all(torch.equal(results[0], other) for other in results[1:])
 print("all three handles return the same tensor values")
 
 # %%
-# Graphs produced by ``torch.compile`` and ``torch.export`` record the
-# ``OpOverload``, not your Python function, which is why the name you give
-# ``custom_op`` has to stay stable: it is how a saved program finds the
-# operator again. The overload also carries the ``pt2_compliant_tag``, which
-# ``custom_op`` adds to promise that the operator works with PyTorch 2's
-# compilers.
+# Compiled and exported graphs record the ``OpOverload``, so the name must
+# stay stable for a saved program to find it again. ``custom_op`` also tags it
+# ``pt2_compliant_tag``, promising that it works with PyTorch 2's compilers.
 
 assert torch.Tag.pt2_compliant_tag in overload.tags
 print(f"tags: {overload.tags}")
@@ -756,14 +699,10 @@ else:
     raise AssertionError("expected the second definition of internals::halve to fail")
 
 # %%
-# A definition lives exactly as long as the ``Library`` object that made it.
-# When the object is garbage collected, its definitions and kernels leave the
-# dispatcher, and the name is free again. Ask the dispatcher itself:
-# ``torch.ops`` is a Python cache in front of it, and up to PyTorch 2.12 that
-# cache kept a stale entry for an operator whose library was collected (it
-# was only cleared when a library was destroyed explicitly; pytorch/pytorch
-# pull request `#181785 <https://github.com/pytorch/pytorch/pull/181785>`_
-# describes the bug and its fix), so ``hasattr(torch.ops...)`` still said yes.
+# A definition lives as long as the ``Library`` object that made it; once it
+# is garbage collected, the name is free again. Ask the dispatcher, not
+# ``torch.ops``: up to PyTorch 2.12 that Python cache kept a stale entry
+# (pytorch/pytorch `#181785 <https://github.com/pytorch/pytorch/pull/181785>`_).
 
 print(f"halve(ones) = {torch.ops.internals.halve(torch.ones(2))}")
 del first_library
@@ -783,11 +722,9 @@ second_library.impl("halve", lambda x: x * 0.5, "CompositeExplicitAutograd")
 assert torch.equal(torch.ops.internals.halve(torch.ones(2)), torch.full((2,), 0.5))
 
 # %%
-# PyTorch's own tests tie that lifetime to a ``with`` block with
-# ``torch.library._scoped_library`` (private, hence the underscore): the
-# library is destroyed when the block ends, so the same name can be defined
-# again in the next block. Outside tests, the simplest way around a name
-# clash is a new name, such as ``halve_v2``.
+# PyTorch's tests tie that lifetime to a ``with`` block with the private
+# ``torch.library._scoped_library``. Outside tests, the simplest way around a
+# name clash is a new name, such as ``halve_v2``.
 
 for divisor in (2.0, 4.0):
     with torch.library._scoped_library("internals", "FRAGMENT") as scoped:
@@ -802,22 +739,13 @@ for divisor in (2.0, 4.0):
 # ``custom_op`` redefines quietly
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 #
-# ``custom_op`` plays by a different rule, so that re-running a notebook
-# cell works. It keeps one private ``Library`` per operator name (see
-# ``get_library_allowing_overwrite`` in ``torch/_library/custom_ops.py``),
-# and when the same name is decorated again it destroys the old library
-# before defining the new operator. No error: the name now belongs to the new
-# function, and ``torch.ops.internals.offset`` runs it. Beware of handles you
-# kept from before, though. The old ``CustomOpDef`` still points at the
-# registration that was just destroyed, and PyTorch does not guard against a
-# call through it: the call reads memory the dispatcher has already freed, so
-# it may appear to work or crash the interpreter. (Pull request
-# `pytorch/pytorch#197025 <https://github.com/pytorch/pytorch/pull/197025>`_
-# describes this use-after-free and proposes a fix; issue
-# `#98537 <https://github.com/pytorch/pytorch/issues/98537>`_ reports the
-# related crash when ``torch.ops`` calls an operator whose library is gone.)
-# So this page keeps the old handle only to show that it is a different
-# object, and never calls it.
+# So that re-running a notebook cell works, ``custom_op`` keeps one private
+# ``Library`` per name and destroys it when the name is decorated again: the
+# name now belongs to the new function. A handle kept from before still
+# points at the destroyed registration, and calling it reads freed memory: it
+# may seem to work or crash the interpreter (pytorch/pytorch
+# `#197025 <https://github.com/pytorch/pytorch/pull/197025>`_). This page
+# never calls the old handle.
 
 
 @torch.library.custom_op("internals::offset", mutates_args=())
@@ -839,9 +767,8 @@ assert torch.equal(through_ops, torch.full((1,), 100.0))
 assert offset is not old_offset
 
 # %%
-# The quiet replacement covers only names that ``custom_op`` itself owns.
-# Decorating a name that a ``Library`` defined by hand runs into the
-# one-definition rule like any other second definition:
+# This covers only names ``custom_op`` owns; a name a ``Library`` defined by
+# hand is refused like any second definition:
 
 try:
 
@@ -936,15 +863,12 @@ print(f"clamp_into has the predicted keys and passes opcheck on {devices}")
 # Conclusion
 # ----------
 #
-# ``custom_op`` is a thin layer over the dispatcher. It writes a schema from
-# your type hints and installs a small, predictable set of kernels: your
-# function under a backend key, plus ``Meta``, ``Autograd`` and, for
-# mutating operators, ``ADInplaceOrView``. ``register_fake`` and
-# ``register_autograd`` fill in slots those kernels already consult, while
-# ``register_kernel``, ``register_vmap`` and ``register_autocast`` add new
-# keys. ``torch._C._dispatch_dump`` and
-# ``torch._C._dispatch_has_kernel_for_dispatch_key`` let you check all of
-# this for any operator, yours or PyTorch's.
+# ``custom_op`` is a thin layer over the dispatcher: a schema from your type
+# hints, your function under a backend key, plus ``Meta``, ``Autograd`` and,
+# for mutating operators, ``ADInplaceOrView``. ``register_fake`` and
+# ``register_autograd`` fill slots those kernels consult; ``register_kernel``,
+# ``register_vmap`` and ``register_autocast`` add keys. The
+# ``torch._C._dispatch_*`` queries check this for any operator.
 #
 # :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py` shows the errors
 # you meet when these pieces disagree, and

@@ -2,13 +2,10 @@
 Troubleshooting Custom Operators
 ================================
 
-This page is a field guide to the mistakes people really make when they write
-custom operators with ``torch.library.custom_op``. Each section commits one
-mistake on purpose, shows the exact error PyTorch reports, and then repairs the
-operator until ``torch.library.opcheck``, ``torch.autograd.gradcheck`` or a
-comparison with a reference agrees. When you meet one of these errors in your
-own code, look up a distinctive piece of its first line in the table below and
-jump to the section that explains it.
+A field guide to the mistakes people make with ``torch.library.custom_op``.
+Each section makes one on purpose, shows the error PyTorch reports, and
+repairs the operator until ``opcheck``, ``gradcheck`` or a reference agrees.
+When you meet one of these errors, look up its first line in the table below.
 
 .. grid:: 2
 
@@ -44,14 +41,11 @@ jump to the section that explains it.
 Error index
 -----------
 
-Each fragment below is copied from the first line of an error that this page
-provokes while it runs. The last cell of the page checks every fragment
-against the messages it actually recorded, so the index cannot drift away
-from what PyTorch says. Three rows depend on the release: ``opcheck``
-reports ``Stride mismatch`` for CPU tensors from PyTorch 2.13 on (for CUDA
-tensors on every release), and ``torch.compile`` words a failing fake kernel
-call differently from 2.11 on. The last cell says which rows this build
-raised.
+Each fragment comes from the first line of an error this page provokes, and
+the page's last cell checks every one against the messages it recorded. Three
+rows depend on the release (``Stride mismatch`` for CPU tensors from PyTorch
+2.13, and the wording of a failing fake kernel call from 2.11); the last cell
+says which this build raised.
 
 .. list-table::
    :header-rows: 1
@@ -102,6 +96,7 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
 
 import importlib
+import logging
 import textwrap
 import warnings
 
@@ -117,20 +112,19 @@ devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 release = tuple(int(part) for part in torch.__version__.split(".")[:2])
+# sphinx_gallery_start_ignore
+# Recent releases log a warning before rejecting an unsupported argument type
+# (section "Unsupported argument types"); the error itself says it all.
+logging.getLogger("torch._library.opaque_object").setLevel(logging.ERROR)
+# sphinx_gallery_end_ignore
 
 # %%
-# ``GradcheckError``, raised by ``gradcheck`` and ``gradgradcheck``, is public:
-# the module ``torch.autograd.gradcheck`` lists it in ``__all__``. ``opcheck``
-# needs no exception class at all. Called with ``raise_exception=False``, it
-# runs every one of its sub-tests and returns a dictionary from each sub-test's
-# name to ``"SUCCESS"`` or to the exception it raised, so the page can check
-# *which* test caught a mistake rather than only that something failed.
-#
-# Every error the page provokes goes through ``record``: it prints the
-# exception's type and the first line of its message, files that line under
-# the section's title for the final check of the error index, and notes which
-# detector caught the mistake for the map drawn at the end. ``opcheck_report``
-# runs all of ``opcheck``'s sub-tests and records the failures.
+# ``GradcheckError`` is public (``torch.autograd.gradcheck`` lists it in
+# ``__all__``). ``opcheck(..., raise_exception=False)`` runs every sub-test and
+# returns each one's ``"SUCCESS"`` or exception, so the page can check *which*
+# test caught a mistake. ``record`` prints an error's first line and files it
+# for the error index and the map at the end; ``opcheck_report`` records the
+# failing sub-tests.
 
 gradcheck_module = importlib.import_module("torch.autograd.gradcheck")
 assert "GradcheckError" in gradcheck_module.__all__
@@ -139,6 +133,7 @@ caught: dict[str, list[str]] = {}
 detections: dict[str, dict[str, str]] = {}
 
 
+# sphinx_gallery_start_ignore
 def wrap(text: str) -> str:
     """Wrap a long message for printing without splitting paths or words."""
     return textwrap.fill(
@@ -169,6 +164,9 @@ def record(section: str, detector: str | None, error: BaseException) -> str:
     return line
 
 
+# sphinx_gallery_end_ignore
+
+
 def opcheck_report(section: str, op, args, kwargs=None) -> dict[str, str]:
     """Run every opcheck sub-test; record the failures, return {test: first line}."""
     results = torch.library.opcheck(op, args, kwargs, raise_exception=False)
@@ -189,10 +187,9 @@ OPCHECK_TESTS = (
 )
 
 # %%
-# Operators have to cope with every layout a caller may hand them, so each
-# repaired operator is tested on the same input in several layouts: ordinary
+# Each repaired operator is tested on every layout a caller may hand it:
 # row-major, non-contiguous (every other column), *permuted* (dense, but
-# column-major) and empty. ``layouts`` makes them.
+# column-major) and empty.
 
 
 def layouts(rows=3, cols=4, device="cpu", dtype=torch.float32, scale=1.0):
@@ -219,22 +216,20 @@ assert not permuted.is_contiguous() and permuted.t().is_contiguous()
 # The two detectors
 # -----------------
 #
-# ``torch.library.opcheck(op, args)`` runs the operator on the arguments you
-# give it several times, under different subsystems, and compares what
-# happens with what the registration promised. The individual tests are:
+# ``torch.library.opcheck(op, args)`` runs the operator under several
+# subsystems and compares what happens with what the registration promised:
 #
 # * ``test_schema``: does the kernel mutate or alias exactly what the schema
-#   says it does?
+#   says?
 # * ``test_autograd_registration``: is training support registered the
 #   supported way?
-# * ``test_faketensor``: does the fake kernel produce the same shapes, strides,
-#   dtype and device as the real one?
-# * ``test_aot_dispatch_dynamic``: do the forward and backward survive the
-#   tracing that ``torch.compile`` performs?
+# * ``test_faketensor``: does the fake kernel give the real output's shapes,
+#   strides, dtype and device?
+# * ``test_aot_dispatch_dynamic``: do forward and backward survive
+#   ``torch.compile``'s tracing?
 #
-# ``opcheck`` never checks that the numbers are right. Here is an operator
-# meant to negate its input that doubles it as well: every test reports
-# success, and only a comparison with a reference finds the bug.
+# It never checks the numbers. This operator, meant to negate, also doubles:
+# every test passes, and only a reference finds the bug.
 
 WRONG_VALUES = "Wrong values"
 
@@ -259,21 +254,17 @@ else:
 caught.pop(WRONG_VALUES)  # the index lists PyTorch's errors, not our own
 
 # %%
-# Checking values is the job of ``torch.autograd.gradcheck`` (for the
-# backward, against finite differences) and of comparisons with a plain
-# PyTorch reference. Every fix below passes ``opcheck`` and at least one of
-# these value checks.
+# Values are checked by ``gradcheck`` (the backward, against finite
+# differences) and by a plain PyTorch reference. Every fix below passes
+# ``opcheck`` and at least one of these.
 #
 # Fake kernel with the wrong strides
 # ----------------------------------
 #
-# A fake kernel describes the output of the operator without computing it.
-# "Describes" includes the *strides*, the steps through memory for each
-# dimension, not only the shape. Here the real kernel returns a copy of the
-# transposed matrix. ``clone`` keeps the memory layout of the tensor it
-# copies, so the copy of a transposed view is laid out column by column.
-# The fake kernel, written with the shape in mind, allocates a row-major
-# tensor.
+# A fake kernel must describe the output's *strides*, not only its shape.
+# Here the real kernel returns ``x.t().clone()``, and ``clone`` keeps the
+# transposed view's column-major layout; the fake kernel allocates a
+# row-major tensor.
 
 WRONG_STRIDES = "Fake kernel with the wrong strides"
 
@@ -301,12 +292,9 @@ assert transposed_copy_bad(matrix).stride() == matrix.t().stride()  # column-maj
 assert transposed_copy_bad(matrix).shape == (matrix.shape[1], matrix.shape[0])
 
 # %%
-# The shapes agree, so nothing looks wrong in eager mode. The compiler,
-# though, plans memory and picks kernels from the fake kernel's answer.
-# Flattening the result with ``reshape`` works in eager mode, where
-# ``reshape`` sees the real column-major tensor and copies it. Under
-# ``torch.compile`` it was traced against the row-major fake tensor, where a
-# free ``view`` does the job, and that view then meets the real tensor:
+# Eager mode sees nothing wrong. The compiler, though, plans from the fake
+# kernel's answer: ``reshape`` traced on the row-major fake becomes a free
+# ``view``, which then meets the real column-major tensor:
 
 
 def flatten_transposed(x):
@@ -323,11 +311,9 @@ else:
     raise AssertionError("expected the compiled flatten to fail at run time")
 
 # %%
-# ``opcheck``'s ``test_faketensor`` compares the fake kernel's output with
-# the real one, strides included, but the release matters: PyTorch compared
-# strides of CUDA outputs on every release and added CPU outputs in 2.13. The
-# cell says what this release did; on older ones the compiled run above is the
-# detector that fires on a CPU-only machine.
+# ``opcheck``'s ``test_faketensor`` compares strides of CUDA outputs on every
+# release and of CPU outputs from PyTorch 2.13; on older releases the
+# compiled run above is the detector that fires on a CPU-only machine.
 
 cpu_strides_checked = release >= (2, 13)
 print(f"opcheck compares CPU strides on PyTorch {torch.__version__}: ", end="")
@@ -341,12 +327,10 @@ for device in devices:
     assert set(failures) == ({"test_faketensor"} if strides_checked else set())
 
 # %%
-# Either side can be changed to agree with the other. Making the real
-# kernel return a predictable layout is usually the easier one: here it
-# always returns a fresh row-major copy. Unlike ``contiguous()``,
-# ``clone(memory_format=...)`` copies even when the transposed view happens to
-# be row-major already, which matters because returning a view of the input
-# is another mistake (see `Returning an input or a view of it`_).
+# The easier fix is usually a predictable real layout: a fresh row-major copy.
+# Unlike ``contiguous()``, ``clone(memory_format=...)`` copies even when the
+# view is row-major already, and returning a view of the input is another
+# mistake (see `Returning an input or a view of it`_).
 
 
 @torch.library.custom_op("troubleshoot::transposed_copy", mutates_args=())
@@ -379,11 +363,9 @@ print(f"opcheck and the compiled flatten pass for every layout on {devices}")
 # Fake kernel that reads tensor data
 # ----------------------------------
 #
-# Fake tensors have no data. Some operators produce an output whose *size*
-# depends on the input's *values*: here each row of ``x`` is repeated as many
-# times as ``counts`` says, so the number of output rows is
-# ``counts.sum()``. Calling ``.item()`` (or ``.tolist()``) on a fake tensor
-# cannot produce a number.
+# Here each row of ``x`` is repeated ``counts`` times, so the output's size
+# depends on the input's *values*. A fake tensor has none, so ``.item()`` on
+# it cannot produce a number.
 
 READS_DATA = "Fake kernel that reads tensor data"
 
@@ -417,12 +399,11 @@ failures = opcheck_report(READS_DATA, repeat_rows_bad, (rows, counts))
 assert set(failures) == {"test_faketensor", "test_aot_dispatch_dynamic"}
 
 # %%
-# Both tests that run the fake kernel fail. Inside it, ``.item()`` returned a
-# symbol standing for an unknown integer, and converting that symbol to a
-# Python ``int`` needs the value, which does not exist. The fix is to say
-# "this size is only known at run time" with
-# ``torch.library.get_ctx().new_dynamic_size()``. The real kernel also checks
-# the values it can only see there: negative counts.
+# Both tests that run the fake kernel fail: ``.item()`` returned a symbol,
+# and ``int()`` needs its value. The fix says "known only at run time" with
+# ``torch.library.get_ctx().new_dynamic_size()`` (see
+# :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`). The real kernel
+# checks what only it can see: negative counts.
 
 
 @torch.library.custom_op("troubleshoot::repeat_rows", mutates_args=())
@@ -464,11 +445,10 @@ else:
 # Mutation missing from mutates_args
 # ----------------------------------
 #
-# ``mutates_args`` is a promise. The compiler reorders, deduplicates and
-# deletes operator calls based on it, so an operator that writes into an
-# argument without listing it can silently lose the write. Here the kernel
-# clamps its input in place but declares no mutation. (It returns nothing,
-# and its fake kernel says so.)
+# The compiler reorders and deletes calls based on ``mutates_args``, so an
+# undeclared write can be silently lost (see
+# :ref:`sphx_glr_tutorials_mutable_custom_ops.py`). This kernel clamps its
+# input in place but declares no mutation:
 
 UNDECLARED_MUTATION = "Mutation missing from mutates_args"
 
@@ -484,11 +464,9 @@ failures = opcheck_report(UNDECLARED_MUTATION, relu_in_place_bad, (torch.randn(5
 assert set(failures) == {"test_schema"}
 
 # %%
-# ``test_schema`` compared the input before and after the call and found it
-# changed. Naming ``x`` in ``mutates_args`` marks it as written in the schema
-# (the ``!`` in ``Tensor(a0!) x``), and the test passes. A mutating operator
-# that returns nothing needs no fake kernel of its own: there is no output to
-# describe.
+# ``test_schema`` found the input changed. Naming ``x`` in ``mutates_args``
+# marks it as written (``Tensor(a0!) x``); an operator that returns nothing
+# needs no fake kernel of its own.
 
 
 @torch.library.custom_op("troubleshoot::relu_in_place", mutates_args={"x"})
@@ -511,10 +489,9 @@ print(f"opcheck passed for troubleshoot::relu_in_place on {devices}")
 # Returning an input or a view of it
 # ----------------------------------
 #
-# An operator made with ``custom_op`` must return fresh tensors. Two
-# innocent-looking shortcuts break this: a fast path that hands back the input
-# when there is nothing to do, and returning a view (a reshape, a slice) that
-# shares the input's memory. PyTorch checks each call and refuses both:
+# A ``custom_op`` must return fresh tensors. Two innocent shortcuts break
+# this, a fast path that hands back the input and a view that shares its
+# memory, and PyTorch refuses both:
 
 ALIASING = "Returning an input or a view of it"
 
@@ -546,11 +523,10 @@ for call in (
 assert rules[0] == rules[1]
 
 # %%
-# Both messages state the same rule: an output may neither be an input nor
-# share memory with one. The compiler relies on that rule when it decides
-# which buffers it may reuse or overwrite, so the fix is to pay for a copy.
-# The test for "nothing to clip" is written with ``all()``, which is also
-# true for an empty tensor; ``x.abs().max()`` would raise on one.
+# Both state one rule, no output may be or share memory with an input, which
+# the compiler relies on to reuse buffers; the fix is to pay for a copy.
+# (``all()`` is also true for an empty tensor, where ``x.abs().max()`` would
+# raise.)
 
 
 @torch.library.custom_op("troubleshoot::clip_unit", mutates_args=())
@@ -581,19 +557,16 @@ for device in devices:
 print(f"opcheck passed for clip_unit and flatten on {devices}")
 
 # %%
-# ``empty_like`` keeps the input's strides when the input is dense (row-major
-# or permuted), like ``clone`` and ``clamp`` in the kernel, and falls back to
-# row-major otherwise, as they do; so this fake kernel stays correct for every
-# layout above.
+# ``empty_like`` keeps a dense input's strides and falls back to row-major
+# otherwise, as ``clone`` and ``clamp`` do, so the fake kernel is right for
+# every layout.
 #
 # No fake kernel under torch.compile
 # ----------------------------------
 #
-# An operator built on NumPy works in eager mode without a fake kernel.
-# ``torch.compile`` traces with fake tensors, so the first compiled call
-# needs one. We compile with the ``aot_eager`` backend, which captures the
-# graph and runs AOTAutograd's tracing like the default backend but skips
-# Inductor's code generation, to keep the page fast.
+# A NumPy operator works eagerly without a fake kernel, but ``torch.compile``
+# traces with fake tensors. (The ``aot_eager`` backend traces like the default
+# one but skips Inductor's code generation, to keep the page fast.)
 
 NO_FAKE = "No fake kernel under torch.compile"
 
@@ -623,21 +596,16 @@ else:
     raise AssertionError("expected torch.compile to fail without a fake kernel")
 
 # %%
-# From PyTorch 2.11 on, the first line only says that the call on fake
-# tensors failed, and the reason follows a few lines further down; older
-# releases put everything into one long first line that starts with
-# ``Dynamo failed to run FX node with fake tensors``. ``TorchRuntimeError``
-# lives in the private module ``torch._dynamo.exc`` because it is Dynamo's own
-# wrapper around errors raised while tracing. ``opcheck`` spots the same problem
-# without ``torch.compile``, in both of the tests that use the fake kernel,
-# and puts the reason in the first line:
+# From PyTorch 2.11 the reason follows a few lines below the first; older
+# releases put it all in one line starting ``Dynamo failed to run FX node``.
+# (``TorchRuntimeError`` is Dynamo's private wrapper, in ``torch._dynamo.exc``.)
+# ``opcheck`` spots the problem without compiling, reason first:
 
 failures = opcheck_report(NO_FAKE, numpy_cube, (vector,))
 assert set(failures) == {"test_faketensor", "test_aot_dispatch_dynamic"}
 
 # %%
-# Registering a fake kernel repairs the operator. The compiled function now
-# gives the same numbers as eager mode.
+# A fake kernel repairs it; compiled and eager results agree.
 
 
 @numpy_cube.register_fake
@@ -658,12 +626,10 @@ print(f"compiled numpy_cube matches sample**3 + 1 on {devices}")
 # Unsupported argument types
 # --------------------------
 #
-# ``custom_op`` turns the type hints into a schema, and a schema knows a
-# limited set of types: tensors, numbers, booleans, strings, dtypes, devices,
-# flat lists of tensors or numbers, and optional versions of these. A
-# dictionary of options or a NumPy array is not among them, and the mistake
-# surfaces right at the decorator, before any call. Long error messages are
-# cut short here; this one goes on to list every supported type.
+# A schema knows a limited set of types: tensors, numbers, booleans, strings,
+# dtypes, devices, flat lists of tensors or numbers, and optional versions of
+# these. A dictionary or a NumPy array fails right at the decorator (the
+# message, cut short here, lists every supported type).
 
 UNSUPPORTED_TYPES = "Unsupported argument types"
 
@@ -689,12 +655,10 @@ for function in (smooth_with_options, smooth_with_kernel):
 print("neither operator was registered")
 
 # %%
-# The remedy is to spell the options out as typed arguments with defaults, and
-# to pass arrays as tensors. Here the operator smooths a 1-D signal with a
-# kernel given as a tensor; ``padding_mode`` and ``normalize`` replace the
-# dictionary. Padding needs a signal longer than half the kernel, so shorter
-# signals, the empty one included, are refused with a ``ValueError`` instead
-# of an error from deep inside ``pad``.
+# Spell the options out as typed arguments with defaults, and pass arrays as
+# tensors: ``padding_mode`` and ``normalize`` replace the dictionary. Signals
+# shorter than half the kernel, the empty one included, get a ``ValueError``
+# instead of an error from deep inside ``pad``.
 
 
 def check_smooth_args(x: Tensor, kernel: Tensor, padding_mode: str) -> None:
@@ -755,11 +719,9 @@ print(f"opcheck passed for troubleshoot::smooth on {devices} (1-D: nothing to pe
 # A backward written in NumPy
 # ---------------------------
 #
-# The backward formula registered with ``register_autograd`` is ordinary
-# Python, so it is tempting to compute it with the same NumPy code as the
-# forward. First derivatives even come out right, which is what makes this
-# mistake easy to miss. This operator makes a second, quieter mistake as well:
-# ``setup_context`` keeps the input as an attribute of ``ctx``.
+# It is tempting to write the backward in the same NumPy as the forward, and
+# first derivatives even come out right. This operator also makes a quieter
+# mistake: ``setup_context`` keeps the input as an attribute of ``ctx``.
 
 NUMPY_BACKWARD = "A backward written in NumPy"
 
@@ -791,11 +753,9 @@ note(NUMPY_BACKWARD, "gradcheck", "passed")
 print("gradcheck passed: the first derivative is right")
 
 # %%
-# Autograd cannot see inside NumPy, so the gradient it returns is cut off from
-# the graph even when a graph was requested with ``create_graph=True``.
-# Anything that differentiates twice finds no path from the gradient back to
-# the input. ``gradgradcheck`` compares that missing second derivative with
-# finite differences of the gradient and reports the mismatch:
+# Autograd cannot see inside NumPy, so the gradient is cut off from the graph
+# even with ``create_graph=True``, and ``gradgradcheck`` reports the missing
+# second derivative:
 
 (first_derivative,) = torch.autograd.grad(
     numpy_sin_bad(angles).sum(), angles, create_graph=True
@@ -811,12 +771,9 @@ else:
     raise AssertionError("expected gradgradcheck to reject the NumPy backward")
 
 # %%
-# Compilation is the other casualty. ``torch.compile`` traces the backward
-# with fake tensors too, and a fake tensor has no data to hand to NumPy.
-# ``opcheck`` fails in ``test_aot_dispatch_dynamic``, the test that mimics
-# this tracing, and in no other. (While the test fails, autograd's anomaly
-# mode prints a warning with a stack trace; we silence it to keep the output
-# short.)
+# Compilation is the other casualty: the backward is traced with fake
+# tensors, which have no data for NumPy. Only ``test_aot_dispatch_dynamic``
+# fails. (We silence the anomaly-mode warning it prints meanwhile.)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)
@@ -824,12 +781,10 @@ with warnings.catch_warnings():
 assert set(failures) == {"test_aot_dispatch_dynamic"}
 
 # %%
-# The attribute is the quieter problem. Autograd protects the tensors saved
-# with ``ctx.save_for_backward``: each tensor has a *version counter* that
-# every in-place operation bumps, and backward checks that the saved
-# version is still current. An attribute escapes that check. Modify the
-# input in place after the forward pass, and the backward silently uses the
-# new values:
+# The attribute is the quieter problem. Tensors saved with
+# ``ctx.save_for_backward`` carry a *version*, checked by backward against
+# in-place changes; an attribute escapes that check, so after an in-place
+# change the backward silently uses the new values:
 
 inputs = angles.detach().clone().requires_grad_()
 shifted = inputs * 1.0  # a non-leaf, which may be modified in place
@@ -843,10 +798,8 @@ print("with ctx.x, backward used the modified input without a word")
 
 # %%
 # Write the backward with PyTorch operators and save the input with
-# ``save_for_backward``. The forward may stay in NumPy, because the operator
-# boundary hides it. If the backward itself needs foreign code, make that
-# code a custom operator of its own, with a fake kernel, and register a
-# backward for it too if you need second derivatives.
+# ``save_for_backward``; the forward may stay in NumPy. A backward that needs
+# foreign code should call a custom operator of its own.
 
 
 @torch.library.custom_op("troubleshoot::numpy_sin", mutates_args=())
@@ -877,8 +830,7 @@ for device in devices:
 print(f"gradcheck, gradgradcheck and opcheck passed for every layout on {devices}")
 
 # %%
-# The same in-place modification now stops the backward, with the error
-# autograd raises for any saved tensor that changed:
+# The same in-place change now stops the backward:
 
 shifted = inputs * 1.0
 output = numpy_sin(shifted)
@@ -894,12 +846,10 @@ else:
 # Tensors on the wrong device
 # ---------------------------
 #
-# ``device_types="cpu"`` registers the kernel for one *dispatch key*, the
-# label PyTorch uses to pick a kernel for each kind of tensor. Every other
-# backend is left without a kernel. CUDA is one of them, and so is the
-# sparse CPU layout, which is what this page uses to show the error on any
-# machine. The fake kernel is registered under the ``Meta`` key, which is why
-# meta tensors (which carry no data) still work.
+# ``device_types="cpu"`` registers the kernel for one *dispatch key*, leaving
+# every other backend without one: CUDA, and the sparse CPU layout, which
+# shows the error on any machine. Meta tensors still work, through the fake
+# kernel.
 
 WRONG_DEVICE = "Tensors on the wrong device"
 calls_to_cpu_kernel = 0
@@ -932,11 +882,10 @@ assert weighted_sum_bad(on_meta, on_meta, 0.5).device.type == "meta"
 print("meta tensors still work: the fake kernel answered")
 
 # %%
-# Mixing devices in one call is subtler. The dispatcher looks at all tensor
-# arguments together and picks the kernel for the highest-priority backend
-# among them; it does not check that they agree. Give the operator one CPU
-# tensor and one meta tensor, and the fake kernel runs instead of the real
-# one. It returns an uninitialised CPU tensor, with no error at all:
+# Mixing devices is subtler: the dispatcher picks the kernel of the
+# highest-priority backend among the arguments without checking that they
+# agree. With a CPU and a meta tensor, the fake kernel runs and returns an
+# uninitialised CPU tensor, with no error:
 
 calls_before = calls_to_cpu_kernel
 mixed = weighted_sum_bad(torch.ones(3), torch.ones(3, device="meta"), 0.5)
@@ -944,10 +893,8 @@ print(f"result device: {mixed.device}; real kernel calls: {calls_to_cpu_kernel}"
 assert mixed.device.type == "cpu" and calls_to_cpu_kernel == calls_before
 
 # %%
-# For an operator with a CUDA kernel, mixing CPU and CUDA tensors goes the
-# same way: the CUDA kernel runs and is handed a CPU tensor. The cell below
-# checks this with a probe operator whose kernels only report where they were
-# called, when this run has a GPU.
+# Mixing CPU and CUDA tensors goes the same way: the CUDA kernel is handed a
+# CPU tensor. A probe operator checks this when the run has a GPU.
 
 
 @torch.library.custom_op(
@@ -975,13 +922,11 @@ else:
     print("No GPU in this run: the CPU-and-CUDA case was not checked here.")
 
 # %%
-# The operator has to defend itself: check devices and layouts in the real
-# kernel *and* in the fake kernel, since either one may be the kernel that
-# runs. Registering for every device (no ``device_types``) and moving data
-# through NumPy with ``force=True`` makes the kernel usable on CUDA too, and
-# a mismatch now produces a clear ``ValueError``. NumPy picks the memory order
-# of its result from both inputs, so the kernel returns a row-major copy and
-# the fake kernel promises exactly that, whatever the layouts it is given.
+# The operator must check devices and layouts in the real kernel *and* the
+# fake kernel, since either may run. Registered for every device and moving
+# data with ``numpy(force=True)``, it works on CUDA too. NumPy picks its
+# result's memory order from both inputs, so the kernel returns a row-major
+# copy, as the fake kernel promises.
 
 
 def check_weighted_sum_args(x: Tensor, y: Tensor) -> None:
@@ -1033,13 +978,11 @@ print(f"opcheck passed for troubleshoot::weighted_sum on {devices}")
 # Which check catches which mistake
 # ---------------------------------
 #
-# Every detector the page ran on a broken operator left a note: the mistake
-# it caught, or the mistake it let through. Drawn as a map, the notes show why
-# no single check is enough. ``opcheck`` catches most registration mistakes,
-# but not wrong values, and on older releases not wrong CPU strides. Running
-# the code eagerly (or defining the operator) catches aliasing, unsupported
-# types and missing kernels. ``gradgradcheck`` and the compiler catch what a
-# first derivative and eager mode hide.
+# Every detector the page ran on a broken operator noted whether it caught
+# the mistake. The map shows why no single check is enough: ``opcheck``
+# misses wrong values; eager code catches aliasing, unsupported types and
+# missing kernels; ``gradgradcheck`` and the compiler catch what a first
+# derivative and eager mode hide.
 
 sections = list(detections)
 detectors = [
@@ -1052,6 +995,7 @@ detectors = [
 ]
 assert {d for outcomes in detections.values() for d in outcomes} <= set(detectors)
 
+# sphinx_gallery_start_ignore
 short_names = [name.removeprefix("test_") for name in detectors]
 fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
 for row, section in enumerate(sections):
@@ -1076,6 +1020,7 @@ fig.legend(loc="outside lower center", ncols=2, frameon=False)
 version = torch.__version__.split("+")[0]
 ax.set_title(f"Which check caught which mistake, PyTorch {version}", pad=28)
 plt.show()
+# sphinx_gallery_end_ignore
 
 assert detections[WRONG_VALUES] == {
     **dict.fromkeys(OPCHECK_TESTS, "passed"),
@@ -1089,12 +1034,9 @@ assert detections[NUMPY_BACKWARD]["gradgradcheck"] == "caught"
 # Checking the error index
 # ------------------------
 #
-# The table at the top of the page lists one fragment per row. The same rows
-# are repeated here as data and compared with the first lines recorded while
-# the page ran. If a future PyTorch rewords a message, this cell fails and the
-# index gets updated instead of going stale. A row that belongs to other
-# releases is listed with the reason, and the cell asserts that this release
-# did not raise it.
+# The index's rows, repeated as data, are compared with the first lines
+# recorded while the page ran, so a reworded message fails this cell instead
+# of leaving the index stale. A row of other releases must not appear here.
 
 error_index = [
     ("Stride mismatch", "Fake kernel with the wrong strides"),
@@ -1152,14 +1094,10 @@ print(
 # Conclusion
 # ----------
 #
-# Most custom-operator bugs are broken promises: the fake kernel promises a
-# layout, the schema promises which arguments change, the decorator promises
-# fresh outputs, and the backward promises to be differentiable and traceable.
-# Eager mode rarely notices; ``torch.compile`` and second derivatives do.
-# Running ``opcheck`` on representative inputs (every layout, every device you
-# support), ``gradcheck`` plus ``gradgradcheck`` on anything with a backward,
-# and a comparison with a reference turns these silent problems into the loud
-# errors above.
+# Most custom-operator bugs are broken promises about layouts, mutation,
+# fresh outputs or a differentiable backward. Eager mode rarely notices.
+# ``opcheck`` on every layout and device, ``gradcheck`` and ``gradgradcheck``
+# on anything with a backward, and a reference turn them into loud errors.
 #
 # For the machinery behind these checks, read
 # :ref:`sphx_glr_tutorials_custom_op_internals.py`. Fake kernels for

@@ -2,11 +2,10 @@
 Functional and Mutable Operators
 ================================
 
-After this page you will be able to choose the right shape for a custom
-operator that produces tensors: one that returns new tensors, one that writes
-into a buffer you pass in, or, from PyTorch 2.13, one that follows PyTorch's own
-in-place and ``out=`` conventions. You will see what the compiler does with each
-kind, and what goes wrong when an operator breaks the promises its schema makes.
+After this page you will be able to choose the shape of a custom operator
+that produces tensors: one that returns new tensors, one that writes into a
+buffer you pass in, or, from PyTorch 2.13, one that follows PyTorch's own
+in-place and ``out=`` conventions, and to see what the compiler does with each.
 
 .. grid:: 2
 
@@ -45,15 +44,11 @@ kind, and what goes wrong when an operator breaks the promises its schema makes.
    #. Run ``opcheck`` on every branch of the kernel, with empty,
       non-contiguous and permuted inputs and buffers.
 
-Every operator has a *schema*, a typed signature that also records which
-arguments the operator writes into and which of its results share memory with
-an argument. ``torch.compile``, autograd and ``torch.export`` never look inside
-the kernel of a ``custom_op``. They know what you register: the schema, and,
-as other pages show, a fake kernel, a backward formula and other rules. On the
-questions this page is about, which arguments are written and whether a result
-shares memory with an argument, the schema is their only source. A schema that
-tells the truth lets them reorder, fuse and reuse memory safely. A schema that
-lies makes them do the wrong thing, usually without an error.
+An operator's *schema* records which arguments it writes into and which
+results share memory with an argument. ``torch.compile``, autograd and
+``torch.export`` never look inside a ``custom_op``'s kernel, so on these
+questions the schema is their only source: a schema that lies makes them do
+the wrong thing, usually without an error.
 """
 
 # %%
@@ -61,9 +56,8 @@ lies makes them do the wrong thing, usually without an error.
 # ----------
 #
 # The page runs on the CPU, and also on a CUDA device when it finds one.
-# ``TAGGED_OPS`` records whether this PyTorch has the ``inplace`` and ``out``
-# tags (new in 2.13); the sections that need them check it and say so when they
-# skip.
+# ``TAGGED_OPS`` says whether this PyTorch has the ``inplace`` and ``out``
+# tags (new in 2.13); the sections that need them say so when they skip.
 
 import sys
 
@@ -93,14 +87,9 @@ print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 print(f"tagged in-place and out= operators available: {TAGGED_OPS}")
 
 # %%
-# ``aot_autograd`` builds a ``torch.compile`` backend from a function that
-# receives the graph after functionalization; it lives in a private module
-# because it is meant for backend authors, and here it lets us print that graph.
-#
-# Error messages from custom operators name the file of the function that
-# raised them, and some run to a paragraph. The helper below prints the class of
-# an exception and the first sentence of its message, without the file name.
-# ``skipped`` prints, and remembers, each part of the page this release cannot
+# ``aot_autograd``, from a private module meant for backend authors, lets us
+# print the graph after functionalization. ``report`` prints an exception's
+# class and first sentence; ``skipped`` notes each part this release cannot
 # run.
 
 
@@ -125,22 +114,15 @@ def skipped(part: str) -> None:
 # The operation: soft-capping
 # ---------------------------
 #
-# Large language models often *soft-cap* their attention scores or logits:
-# ``cap * tanh(x / cap)`` leaves small values almost unchanged and squeezes
-# large ones smoothly into ``(-cap, cap)``. An infinite ``cap`` means no capping
-# at all. The kernels compute it with NumPy, which only reads CPU memory, so
-# they copy a CUDA input to the CPU and the result back (on a CPU tensor,
-# ``.cpu()`` and ``.to(x.device)`` return the tensor itself and copy nothing).
+# Language models often *soft-cap* their logits: ``cap * tanh(x / cap)``
+# leaves small values almost unchanged and squeezes large ones into
+# ``(-cap, cap)``; an infinite ``cap`` means no capping. The kernels compute it
+# with NumPy, copying a CUDA input to the CPU and back.
 #
-# NumPy plays the part of the library you wrap: a C extension, a CUDA kernel
-# of your own, a simulator. It is a gentle stand-in, because Dynamo can trace
-# this much NumPy by translating it into PyTorch operators (we check that
-# below), whereas it cannot see into a C extension at all. Nothing on this page
-# depends on the difference: a custom operator's kernel is never traced,
-# whatever it contains, and what the compiler learns comes from the schema.
-#
-# Every operator on this page first checks its arguments and raises a
-# ``ValueError`` that names the problem.
+# NumPy stands in for the library you wrap. Dynamo could even trace this much
+# NumPy (checked below), but a custom operator's kernel is never traced,
+# whatever it contains: the compiler learns only from the schema. Every
+# operator first checks its arguments and raises a ``ValueError``.
 
 
 def check_softcap(x: Tensor, cap: float) -> None:
@@ -177,10 +159,9 @@ print(
 assert numpy_trace.graph_break_count == 0
 
 # %%
-# The operators are tested on inputs in four layouts: a fresh row-major
-# matrix, an empty one, every other column of a wider matrix (not contiguous),
-# and a transposed matrix (dense, but not row-major). ``buffer_like`` makes an
-# output buffer with exactly the layout of its input, gaps included.
+# The operators are tested on four layouts: row-major, empty, every other
+# column (not contiguous) and transposed (dense, not row-major).
+# ``buffer_like`` makes a buffer with exactly its input's layout, gaps included.
 
 
 def sample_inputs(device):
@@ -207,10 +188,9 @@ assert buffer_like(layouts["every other column"]).stride() == (16, 2)
 # Functional operators return new tensors
 # ---------------------------------------
 #
-# The simplest and most flexible kind of operator is *functional*: it reads its
-# inputs, writes into none of them, and returns tensors it has just created.
-# ``mutates_args=()`` declares the first half of that; the second half is a
-# rule every operator without a tag must follow, as we will see.
+# The simplest kind of operator is *functional*: it writes into none of its
+# inputs (``mutates_args=()``) and returns tensors it has just created, a rule
+# every operator without a tag must follow, as we will see.
 
 
 @torch.library.custom_op("mutable_ops::softcap", mutates_args=())
@@ -236,19 +216,16 @@ for device in devices:
 print(f"softcap matches cap * tanh(x / cap) and passes opcheck on {devices}")
 
 # %%
-# The schema ``(Tensor x, float cap) -> Tensor`` carries no alias annotations:
-# nothing is written, and the result is a new tensor. None of the samples
-# requires grad: these operators have no backward formula (adding one is the
-# subject of :ref:`sphx_glr_tutorials_custom_op_registrations.py`), and the
-# buffer-filling ones below cannot have one.
+# The schema carries no alias annotations: nothing is written, and the result
+# is new. No sample requires grad: these operators have no backward formula
+# (see :ref:`sphx_glr_tutorials_custom_op_registrations.py`).
 #
 # Mutable operators write into a buffer
 # -------------------------------------
 #
-# Sometimes the caller owns the memory: a preallocated logits buffer that a
-# decoding loop fills at every step, say. A mutable operator writes its result
-# into such a buffer and returns nothing. Every argument it writes into must be
-# listed in ``mutates_args``.
+# Sometimes the caller owns the memory, such as a logits buffer that a
+# decoding loop fills at every step. A mutable operator writes into it and
+# returns nothing; every argument it writes must be listed in ``mutates_args``.
 
 
 written_addresses = []  # where softcap_into wrote, for a section below
@@ -268,13 +245,9 @@ assert "Tensor(a2!) out" in softcap_into_schema
 assert softcap_into_schema.endswith("-> ()")
 
 # %%
-# In the schema, ``Tensor(a2!) out`` marks ``out`` as written to (the ``!``);
-# the return type ``()`` says there is nothing to return. A mutable operator
-# that returns nothing needs no fake kernel: there is no output whose shape the
-# compiler would need to know, so PyTorch supplies an empty one itself.
-#
-# The same buffer serves every call, which is the point of the exercise: its
-# memory address never changes.
+# ``Tensor(a2!) out`` marks ``out`` as written (the ``!``), and ``()`` says
+# nothing is returned, so PyTorch supplies the (empty) fake kernel itself. The
+# same buffer serves every call; its address never changes.
 
 for device in devices:
     buffer = torch.empty(4, 8, device=device)
@@ -292,10 +265,9 @@ print(f"softcap_into filled one buffer in place and passes opcheck on {devices}"
 # What breaks when ``mutates_args`` lies
 # --------------------------------------
 #
-# Here is the same operator with the declaration left out. It computes exactly
-# the same thing, and in eager mode nobody can tell the difference. Because the
-# schema now says the operator returns nothing and writes nothing, the compiler
-# would need a fake kernel for it, which simply returns ``None``.
+# Here is the same operator with the declaration left out. In eager mode
+# nobody can tell the difference. Its schema now says it writes nothing, so it
+# needs a fake kernel of its own, which returns ``None``.
 
 softcap_calls = {"undeclared": 0}
 
@@ -320,10 +292,9 @@ torch.testing.assert_close(buffer, softcap_reference(x, 30.0))
 print("eager mode: the undeclared mutation gives the right answer")
 
 # %%
-# ``opcheck`` runs the operator and compares every argument before and after.
-# With ``raise_exception=False`` it returns each of its tests' verdicts instead
-# of stopping at the first failure. ``test_schema`` notices that ``out``
-# changed although the schema says it cannot:
+# ``opcheck`` compares every argument before and after the call.
+# With ``raise_exception=False`` it returns each test's verdict;
+# ``test_schema`` notices that ``out`` changed:
 
 results = torch.library.opcheck(
     softcap_into_undeclared, (x, 30.0, torch.empty_like(x)), raise_exception=False
@@ -337,12 +308,11 @@ assert "not defined as mutable but was mutated" in str(results["test_schema"])
 
 # %%
 # A failed test is the good outcome. Under ``torch.compile`` the lie gives a
-# wrong answer with no error at all. The function below allocates a buffer of
-# zeros, lets the operator fill it, and returns it. As far as the compiler
-# knows, an operator that returns nothing and writes nothing has no effect, so
-# it is free to remove the call, and it does. (``backend="aot_eager"`` runs the
-# compiler's graph capture and functionalization without generating code,
-# which is fast and enough to show the problem.)
+# wrong answer with no error. The function below lets the operator fill a
+# buffer of zeros and returns it. To the compiler, an operator that returns
+# and writes nothing has no effect, so it removes the call.
+# (``backend="aot_eager"`` captures and functionalizes the graph without
+# generating code: fast, and enough to show the problem.)
 
 
 def capped_into_zeros(op):
@@ -372,10 +342,9 @@ torch.testing.assert_close(declared_result, softcap_reference(x, 30.0))
 print("compiled, declared: the result matches the reference")
 
 # %%
-# The compiled function with the undeclared mutation never called the kernel
-# and returned the zeros; with ``mutates_args={"out"}`` it returns the capped
-# values. The eager run could not have warned us: only the schema changed. The
-# figure shows the three buffers the function returned.
+# With the undeclared mutation the compiled function never called the kernel
+# and returned zeros; with ``mutates_args={"out"}`` it returns the capped
+# values. The figure shows the three buffers returned.
 
 eager_result = capped_into_zeros(softcap_into_undeclared)(x)
 panels = {
@@ -383,6 +352,7 @@ panels = {
     "compiled\nmutates_args=()": result,
     'compiled\nmutates_args={"out"}': declared_result,
 }
+# sphinx_gallery_start_ignore
 fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.4), layout="constrained")
 for ax, (title, values) in zip(axes, panels.items(), strict=True):
     image = ax.imshow(values.numpy(), cmap="RdBu_r", vmin=-30, vmax=30)
@@ -394,20 +364,17 @@ for ax, (title, values) in zip(axes, panels.items(), strict=True):
 fig.colorbar(image, ax=axes, label="returned buffer", shrink=0.9)
 fig.suptitle("The same function, returning a buffer the operator fills")
 plt.show()
+# sphinx_gallery_end_ignore
 torch.testing.assert_close(eager_result, declared_result)
 
 # %%
 # Never return an input, or a view of one
 # ---------------------------------------
 #
-# The second promise concerns results. Without a tag (more on tags below), a
-# custom operator's results must be new tensors that share memory with no
-# input and with no other result. The compiler and autograd treat every result
-# as independent of the inputs; if a result secretly *is* an input, an
-# in-place change to one silently changes the other.
-#
-# It is an easy rule to break by accident. This version of ``softcap`` takes a
-# shortcut when there is nothing to cap:
+# Without a tag (below), a custom operator's results must be new tensors that
+# share memory with no input and no other result: the compiler and autograd
+# treat them as independent. The rule is easy to break by accident, here with
+# a shortcut when there is nothing to cap:
 
 
 @torch.library.custom_op("mutable_ops::softcap_shortcut", mutates_args=())
@@ -428,11 +395,9 @@ else:
     raise AssertionError("expected returning the input to fail")
 
 # %%
-# PyTorch checks the rule each time the Python kernel returns, so the finite
-# cap worked and the infinite one raised a ``RuntimeError``: a reason to give
-# ``opcheck`` examples that reach every branch. A view counts too. ``detach()``
-# looks like a way out, but it returns a view that shares the input's memory,
-# and the check catches it just the same:
+# PyTorch checks the rule each time the kernel returns, so only the branch
+# that broke it raised: give ``opcheck`` examples that reach every branch. A
+# view counts too, including ``detach()``, which shares the input's memory:
 
 
 @torch.library.custom_op("mutable_ops::softcap_detached", mutates_args=())
@@ -451,9 +416,8 @@ else:
     raise AssertionError("expected returning a view of the input to fail")
 
 # %%
-# The fix is the ``x.clone()`` that ``softcap`` already uses. The rule also
-# covers mutable operators: returning the buffer an operator has just written
-# would be convenient, and is refused the same way.
+# The fix is the ``x.clone()`` that ``softcap`` uses. A mutable operator may
+# not return the buffer it has just written either:
 
 
 @torch.library.custom_op("mutable_ops::softcap_into_returning", mutates_args={"out"})
@@ -474,17 +438,12 @@ else:
 # What ``torch.compile`` does with a mutable operator
 # ---------------------------------------------------
 #
-# The compiler's optimizations are far simpler on a graph in which nothing is
-# mutated: any two operations that do not depend on each other's results may
-# run in any order. So before optimizing, ``torch.compile`` *functionalizes*
-# the program. A call to a mutable custom operator becomes a call to
-# ``auto_functionalized`` (``auto_functionalized_v2`` in recent releases), a
-# functional wrapper that returns the new value of every argument the operator
-# writes into. What happens to the caller's tensor afterwards is up to the
-# backend, as we will see.
-#
-# The backend below records the graph it receives, after functionalization,
-# and runs it unchanged, like ``aot_eager``.
+# Optimizing is far simpler when nothing is mutated, so ``torch.compile``
+# first *functionalizes* the program: a call to a mutable custom operator
+# becomes a call to ``auto_functionalized`` (``_v2`` in recent releases), a
+# wrapper that returns the new value of every argument the operator writes.
+# The backend below records that graph and runs it unchanged, like
+# ``aot_eager``.
 
 captured_graphs = []
 
@@ -513,13 +472,9 @@ graph = captured_graphs[-1]
 print(graph.code.strip())
 
 # %%
-# The graph never calls ``softcap_into`` directly. It calls the functional
-# wrapper, which hands back a new buffer value (read out with ``getitem``), and
-# the graph returns that value as an extra output so that it can be copied into
-# our ``buffer`` afterwards. The checks below confirm it: the only function calls
-# are the wrapper, an index into its result and the sum; the graph has two
-# outputs although our function returns one value; and our ``buffer`` did
-# receive the capped values.
+# The graph calls the wrapper, not ``softcap_into``, reads the new buffer
+# value with ``getitem``, and returns it as an extra output, to be copied into
+# our ``buffer`` afterwards. The checks confirm each step:
 
 
 def called_functions(graph_module):
@@ -544,14 +499,11 @@ torch.testing.assert_close(total, buffer.sum())
 assert recorded_run_addresses != [buffer.data_ptr()]  # the kernel filled a copy
 
 # %%
-# So with this backend, as with ``aot_eager``, the kernel fills a temporary
-# tensor, and the caller's ``buffer`` receives a copy of it after the graph.
-# Inductor, the default backend, does better. It keeps the write into the
-# caller's tensor inside its own graph, and then *reinplaces*: where nothing
+# So with this backend the kernel fills a temporary, copied into ``buffer``
+# after the graph. Inductor, the default backend, *reinplaces*: where nothing
 # else needs the buffer's old contents, it turns the functional call back into
-# the mutable one, so the kernel writes straight into the caller's buffer. The
-# address the kernel receives as ``out`` shows which memory it filled. (This
-# cell compiles with Inductor, which takes a few seconds.)
+# the mutable one, and the kernel writes straight into the caller's buffer, as
+# the address it receives shows. (Compiling with Inductor takes a few seconds.)
 
 
 def cap_into(x, buffer):
@@ -571,25 +523,22 @@ torch.testing.assert_close(buffer, softcap_reference(x, 30.0))
 # ---------------------------------------------
 #
 # PyTorch's own operators follow two more conventions. An *in-place* operator
-# such as ``x.mul_(2)`` writes into its first argument and returns it, so calls
-# can be chained. An ``out=`` operator such as ``torch.mul(x, 2, out=buffer)``
-# writes into keyword-only output buffers, never reads them, and returns them.
-# Both return a tensor they wrote into, which is exactly what we just saw
-# refused.
+# such as ``x.mul_(2)`` writes into its first argument and returns it. An
+# ``out=`` operator such as ``torch.mul(x, 2, out=buffer)`` writes into
+# keyword-only buffers, never reads them, and returns them. Both return a
+# tensor they wrote into, which we just saw refused.
 #
-# From PyTorch 2.13, ``torch.library.custom_op`` accepts ``tags=`` with
-# ``torch.Tag.inplace`` or ``torch.Tag.out``. A tag changes four things:
+# From PyTorch 2.13, ``custom_op`` accepts ``tags=torch.Tag.inplace`` or
+# ``torch.Tag.out``. A tag changes four things:
 #
-# * the inferred schema declares that the result is the mutated argument,
-#   and at run time the kernel must return exactly that tensor;
-# * the fake kernel is generated for you, since the output is an input;
-# * ``torch.compile`` functionalizes the call with the tag's meaning in mind:
-#   an ``out=`` buffer is known to be write-only;
-# * an ``out=`` operator refuses autograd, as built-in ``out=`` operators do.
+# * the schema says the result is the mutated argument, and the kernel must
+#   return exactly that tensor;
+# * the fake kernel is generated for you;
+# * ``torch.compile`` knows that an ``out=`` buffer is write-only;
+# * an ``out=`` operator refuses autograd, as built-in ones do.
 #
-# The in-place operator is ``softcap_``, named with the trailing underscore
-# that PyTorch uses for in-place operators. It must list exactly its first
-# argument in ``mutates_args`` and be annotated to return a ``Tensor``.
+# The in-place ``softcap_`` must list exactly its first argument in
+# ``mutates_args`` and return a ``Tensor``.
 
 if TAGGED_OPS:
 
@@ -617,10 +566,9 @@ else:
     skipped("the in-place operator softcap_")
 
 # %%
-# The schema ``(Tensor(a0!) x, float cap) -> Tensor(a0!)`` says that ``x`` is
-# written and that the result is ``x``. No ``register_fake`` was needed for
-# ``opcheck``'s compile test. The contract is enforced both ways: a kernel that
-# returns a new tensor where the tag promises ``x`` is refused at run time.
+# The schema says that ``x`` is written and that the result is ``x``; no
+# ``register_fake`` was needed. A kernel that returns a new tensor where the
+# tag promises ``x`` is refused at run time:
 
 if TAGGED_OPS:
 
@@ -642,12 +590,9 @@ else:
 
 
 # %%
-# Now the ``out=`` operator. We make it an *overload* of ``softcap`` by naming
-# it ``"mutable_ops::softcap.out"``: it appears as
-# ``torch.ops.mutable_ops.softcap.out`` next to
-# ``torch.ops.mutable_ops.softcap.default``, the way ``torch.ops.aten.mul.out``
-# sits next to ``torch.ops.aten.mul.Tensor``. The buffer must be a
-# keyword-only argument, and the function returns it.
+# The ``out=`` operator is an *overload* of ``softcap``, named
+# ``"mutable_ops::softcap.out"``, the way ``aten.mul.out`` sits next to
+# ``aten.mul.Tensor``. The buffer is keyword-only, and the function returns it.
 
 if TAGGED_OPS:
     softcap_out_calls = {"out": 0}
@@ -679,8 +624,8 @@ else:
 
 
 # %%
-# The run-time check holds here too: a kernel that allocates its own result
-# instead of returning the buffer it was given is refused.
+# Here too, a kernel that returns a new tensor instead of its buffer is
+# refused.
 
 if TAGGED_OPS:
 
@@ -704,10 +649,8 @@ else:
 
 
 # %%
-# Like every built-in ``out=`` operator, a tagged ``out=`` operator has no
-# derivative: there is no sensible gradient for "whatever was in the buffer".
-# Calling it on a tensor that requires grad raises an error instead of
-# returning a result autograd cannot follow.
+# Like built-in ``out=`` operators, a tagged one refuses inputs that require
+# grad:
 
 if TAGGED_OPS:
     x = torch.randn(4, requires_grad=True)
@@ -722,10 +665,9 @@ else:
 
 
 # %%
-# The tags come with rules about the function's signature, and a definition
-# that breaks one fails at once with a ``ValueError`` from schema inference.
-# Three common mistakes: an in-place operator that returns nothing, an ``out``
-# buffer that is not keyword-only, and an optional ``out`` buffer.
+# A definition that breaks a tag's signature rules fails at once with a
+# ``ValueError``: an in-place operator that returns nothing, an ``out`` buffer
+# that is not keyword-only, and an optional one.
 
 if TAGGED_OPS:
 
@@ -758,33 +700,12 @@ else:
 
 
 # %%
-# If you define operators from a schema string with ``torch.library.define``,
-# pass the same tags there; the schema is checked against the tag's rules when
-# the operator is defined. Here the ``out`` buffer is positional:
-
-if TAGGED_OPS:
-    try:
-        torch.library.define(
-            "mutable_ops::softcap_from_string.out",
-            "(Tensor x, float cap, Tensor(a!) out) -> Tensor(a!)",
-            tags=torch.Tag.out,
-        )
-    except ValueError as error:
-        report(error)
-    else:
-        raise AssertionError("expected define to reject a positional out buffer")
-else:
-    skipped("torch.library.define with a tag")
-
-
-# %%
 # How the compiler treats each kind
 # ---------------------------------
 #
-# We compile one small function per mutable operator with the graph-printing
-# backend, then look at the ``auto_functionalized_v2`` call in each graph. Its
-# ``_all_bases`` argument lists the tensors whose *current contents* the
-# wrapped call receives.
+# We compile one small function per mutable operator with the recording
+# backend. In each graph, the ``auto_functionalized_v2`` call's
+# ``_all_bases`` lists the tensors whose *current contents* the call receives.
 
 if TAGGED_OPS:
 
@@ -833,27 +754,23 @@ else:
 
 
 # %%
-# All three compiled functions computed the right values and updated
-# ``buffer``. The difference is in what the compiler must preserve. An untagged
-# mutable operator *might* read its buffer before writing it, so the buffer's
-# current contents go into the call, and a backend must keep them intact until
-# then, often by copying. The in-place operator reads ``x`` by definition, so it
-# too receives its base. For the ``out=`` operator the buffer's contents are
-# irrelevant: the call records only its size, strides, dtype and device, and a
-# backend may hand it any fresh memory of that shape.
+# All three computed the right values. They differ in what the compiler must
+# preserve. An untagged mutable operator *might* read its buffer, so the
+# buffer's contents go into the call and must be kept intact, often by
+# copying; the in-place operator reads ``x`` by definition. The ``out=`` call
+# records only the buffer's size, strides, dtype and device, so a backend may
+# hand it any fresh memory of that shape.
 #
 # Splitting a "maybe-out" operator
 # --------------------------------
 #
-# Many Python libraries have functions shaped like ``softcap(x, cap, out=None)``:
-# fill ``out`` if one is given, otherwise allocate. That is two operators in one
-# signature, and a single custom operator cannot be both. Declared as mutating
-# an optional ``out``, it works until someone passes a buffer, because then it
-# returns an input. On PyTorch 2.12 and older it does not even work without a
-# buffer: the kernel that ``custom_op`` registers to bump the version counter of
-# every mutated argument looks for ``out`` among the arguments it was given,
-# does not find the omitted default, and fails with an ``IndexError`` from
-# inside PyTorch. 2.13 fixed that; the cell shows what this release does.
+# Many libraries have functions like ``softcap(x, cap, out=None)``: fill
+# ``out`` if given, otherwise allocate. That is two operators in one
+# signature. Declared as mutating an optional ``out``, it fails as soon as
+# someone passes a buffer, because it then returns an input. Up to PyTorch
+# 2.12 it fails without a buffer too, with an ``IndexError`` from inside
+# PyTorch (the version-counter kernel looks for the omitted ``out``); the
+# cell shows what this release does.
 
 
 @torch.library.custom_op("mutable_ops::softcap_maybe_out", mutates_args={"out"})
@@ -883,14 +800,10 @@ else:
     raise AssertionError("expected the maybe-out operator to fail with a buffer")
 
 # %%
-# Tagging it does not help either: ``torch.Tag.out`` rejects an optional
-# buffer (on 2.13 and later, the ``optional_out`` definition above showed it).
-# The cure is to
-# split it: a functional operator (``softcap``), an ``out=`` overload
-# (``softcap.out``), and a plain Python function that picks one. Plain Python
-# is no obstacle to ``torch.compile``: Dynamo traces through it and resolves the
-# ``if`` while tracing, so the compiled graph holds the two operators and no
-# trace of the function that chose between them.
+# ``torch.Tag.out`` rejects an optional buffer (``optional_out`` above). The
+# cure is to split it: ``softcap``, the ``softcap.out`` overload, and a plain
+# Python function that picks one. Dynamo traces through the function and
+# resolves the ``if``, so the graph holds only the two operators.
 
 if TAGGED_OPS:
 
@@ -930,13 +843,10 @@ else:
 
 
 # %%
-# The split pays off once more with Inductor, the default ``torch.compile``
-# backend. When a functional custom operator has an ``out=`` overload in the
-# same packet, tagged ``torch.Tag.out`` and taking the same other arguments,
-# Inductor may call the ``out=`` overload instead, with an output buffer it
-# allocates and plans itself. Counting the kernel calls shows it: the compiled
-# call to ``softcap`` ran the ``softcap.out`` kernel. (This compiles with
-# Inductor, so it takes a few seconds.)
+# The split pays off once more with Inductor. When a functional operator has
+# a tagged ``out=`` overload with the same other arguments, Inductor may call
+# the overload instead, with a buffer it plans itself. Counting kernel calls
+# shows that the compiled ``softcap`` ran the ``softcap.out`` kernel.
 
 if TAGGED_OPS:
     torch.compiler.reset()
@@ -955,10 +865,8 @@ else:
 # Summary
 # -------
 #
-# The table is built from the schemas of the operators defined on this page: the
-# arguments marked as written, the return type, and the tags. The last column
-# says whether the operator may hand back a tensor that is also one of its
-# arguments.
+# The table is read from the schemas of this page's operators: the arguments
+# written, the return type, the tags, and whether a result may be an argument.
 
 
 def describe(overload):
@@ -990,11 +898,13 @@ if TAGGED_OPS:
         torch.ops.mutable_ops.softcap.out,
     ]
 rows = [describe(op) for op in summary_ops]
+# sphinx_gallery_start_ignore
 widths = {key: max(len(key), *(len(row[key]) for row in rows)) for key in rows[0]}
 print("  ".join(key.ljust(width) for key, width in widths.items()).rstrip())
 print("  ".join("-" * width for width in widths.values()))
 for row in rows:
     print("  ".join(row[key].ljust(width) for key, width in widths.items()).rstrip())
+# sphinx_gallery_end_ignore
 
 assert rows[0]["writes into"] == "-" and rows[0]["returns an argument"] == "no"
 assert rows[1]["writes into"] == "out" and rows[1]["returns"] == "nothing"
@@ -1012,17 +922,13 @@ assert bool(skipped_parts) != TAGGED_OPS
 # ----------
 #
 # A custom operator's schema is a contract. ``mutates_args`` must name every
-# argument the kernel writes; leave one out and ``opcheck`` fails, while
-# ``torch.compile`` may silently drop the call. Results must be fresh tensors,
-# never an input and never a view of one, unless a tag says otherwise. Under
-# ``torch.compile``, mutation is first rewritten into a functional call; a
-# backend may then copy the new values back after the graph, as ``aot_eager``
-# does, or write them in place again, as Inductor does. From PyTorch 2.13,
-# ``torch.Tag.inplace`` and ``torch.Tag.out`` give custom operators the two
-# shapes PyTorch's own operators use, with generated fake kernels and a clear
-# meaning for the compiler. An operator with an optional ``out`` becomes a
-# functional operator, an ``out=`` overload, and a Python function that picks
-# between them.
+# argument the kernel writes, or ``torch.compile`` may silently drop the call.
+# Results must be fresh tensors unless a tag says otherwise. The compiler
+# rewrites mutation into a functional call, then copies the values back
+# (``aot_eager``) or writes in place again (Inductor). From PyTorch 2.13,
+# ``torch.Tag.inplace`` and ``torch.Tag.out`` give custom operators PyTorch's
+# own two shapes; an optional ``out`` becomes a functional operator, an
+# ``out=`` overload and a Python function that picks one.
 #
 # Next, :ref:`sphx_glr_tutorials_custom_op_registrations.py` adds training,
 # device-specific kernels, ``vmap`` and autocast support to an operator, and
