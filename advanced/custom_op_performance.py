@@ -50,7 +50,8 @@ Every call to a custom operator goes through PyTorch's *dispatcher*, which
 picks the kernel for the inputs at hand, and an operator written in Python
 adds layers of Python around your function. Behind a large kernel that
 bookkeeping is lost; for a tiny operator called thousands of times per step it
-can be most of the cost. Every number below comes from the run you are reading.
+can be a large part of the cost. Every number below comes from the run you
+are reading.
 """
 
 # %%
@@ -928,15 +929,15 @@ report(
 # %%
 # Three things usually show; the last lines above say which this run saw:
 #
-# * At the smallest batch the graph break makes the compiled model slower
-#   than the one with the custom operator: each break adds a compiled piece
-#   to enter and leave, with its guards and wrappers, and Python between
-#   pieces.
-# * At that batch both compiled versions are slower than eager: a compiled
-#   call pays for guards and wrappers, and the counting backend wins nothing
-#   back.
-# * At the largest batch all three take about the same time, within a factor
-#   of two: ``np.interp`` on a large array dominates.
+# * At the smallest batch the graph break should make the compiled model
+#   slower than the one with the custom operator: each break adds a compiled
+#   piece to enter and leave, with its guards and wrappers, and Python
+#   between pieces.
+# * At that batch both compiled versions should be slower than eager: a
+#   compiled call pays for guards and wrappers, and the counting backend wins
+#   nothing back.
+# * At the largest batch all three should take about the same time, within a
+#   factor of two, as ``np.interp`` on a large array dominates.
 #
 # The same operators on the GPU
 # -----------------------------

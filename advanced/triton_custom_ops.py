@@ -29,7 +29,7 @@ kernel, a ``triton_op`` and a ``custom_op``.
        * PyTorch 2.7 or later
        * Triton (it comes with PyTorch's CUDA wheels for Linux); a CUDA GPU
          for compiled kernels. Without a GPU the kernels run in Triton's
-         interpreter, and without Triton the page runs its PyTorch paths
+         interpreter; with neither, the page runs its PyTorch paths
        * Matplotlib
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
