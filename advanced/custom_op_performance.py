@@ -46,15 +46,12 @@ compare a graph break with an opaque custom operator inside a compiled model.
       gives up: a ``CompositeImplicitAutograd`` kernel is not opaque to the
       compiler.
 
-A custom operator is a promise to the rest of PyTorch: a schema, a kernel per
-device, a fake kernel for the compilers, a formula for autograd. Keeping that
-promise means every call goes through PyTorch's *dispatcher*, which looks up
-the right kernel for the inputs at hand, and for an operator written in
-Python it also means a few layers of Python wrapping around your function.
-For most operators that bookkeeping is lost in the time the kernel takes. For
-a tiny operator called thousands of times per step it can be a large part of
-the cost. This page measures it on the machine that builds the page, so every
-number below comes from the run you are reading.
+Every call to a custom operator goes through PyTorch's *dispatcher*, which
+picks the kernel for the inputs at hand, and an operator written in Python
+adds layers of Python around your function. Behind a large kernel that
+bookkeeping is lost; for a tiny operator called thousands of times per step it
+can be a large part of the cost. Every number below comes from the run you
+are reading.
 """
 
 # %%
@@ -70,6 +67,14 @@ import torch
 
 if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
+# sphinx_gallery_start_ignore
+import logging
+
+# With a CUDA toolkit but no GPU, importing cpp_extension logs a warning that
+# does not concern this page, which builds for the CPU only.
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+# sphinx_gallery_end_ignore
 
 import inspect
 import os
@@ -93,11 +98,10 @@ print(f"timings: CPU, one thread ({os.cpu_count()} cores on this machine)")
 # The operation under test
 # ------------------------
 #
-# To see the overhead rather than the work, the operation must be almost
-# free: ``x * 2 + 1`` on a tensor of 16 numbers. Every variant first checks
-# that the input is a floating-point tensor and raises a ``ValueError`` if it
-# is not, so all of them do the same work. The plain Python function
-# is the baseline that everything else is compared with.
+# To see the overhead rather than the work, the operation is almost free:
+# ``x * 2 + 1`` on 16 numbers. Every variant first checks that the input is
+# a floating-point tensor, raising a ``ValueError`` if not. The plain Python
+# function is the baseline.
 
 
 def check_floating(x):
@@ -139,10 +143,9 @@ class ScaleShiftFunction(torch.autograd.Function):
 # %%
 # **A custom_op** is a real operator, ``perf_ops::scale_shift``, with a fake
 # kernel and a backward formula, as in
-# :ref:`sphx_glr_tutorials_python_custom_ops.py`. The decorator returns a
-# Python object that you can call directly. The same operator is also
-# reachable as ``torch.ops.perf_ops.scale_shift``, which is how code that
-# did not define it refers to it. We time both.
+# :ref:`sphx_glr_tutorials_python_custom_ops.py`. We time both the object the
+# decorator returns and ``torch.ops.perf_ops.scale_shift``, the way code that
+# did not define the operator calls it.
 
 
 @torch.library.custom_op("perf_ops::scale_shift", mutates_args=())
@@ -161,12 +164,10 @@ scale_shift_op.register_autograd(scale_shift_backward)
 
 # %%
 # **The low-level API**: ``torch.library.Library(namespace, "DEF")`` opens
-# the namespace for definitions, ``define`` declares the schema and ``impl``
-# registers a Python kernel for a dispatch key. The key
-# ``CompositeExplicitAutograd`` makes the kernel serve every device. Fake
-# kernel and backward formula are registered by name. This is what
-# ``custom_op`` builds for you, minus the layers of wrapping it adds around
-# the kernel (a table further down lists them).
+# the namespace, ``define`` declares the schema and ``impl`` registers a
+# Python kernel for a dispatch key (``CompositeExplicitAutograd`` serves every
+# device); fake kernel and backward are registered by name. This is what
+# ``custom_op`` builds for you, minus the wrapping it adds around the kernel.
 
 low_level_library = torch.library.Library("perf_ops", "DEF")
 low_level_library.define("scale_shift_lowlevel(Tensor x) -> Tensor")
@@ -193,29 +194,22 @@ torch.library.register_autograd(
 )
 
 # %%
-# **Two C++ operators** do the same in C++ (see
-# :ref:`sphx_glr_tutorials_cpp_custom_ops.py` for the details of building
-# one). The ``perf_ops`` namespace already has its ``DEF`` library (ours, from
-# Python), and a namespace may be defined only once, so the C++ code adds to
-# it with ``TORCH_LIBRARY_FRAGMENT``. The two share one kernel and differ in
-# the dispatch key it is registered for, which changes more than speed:
+# **Two C++ operators** share one C++ kernel (building one is taught in
+# :ref:`sphx_glr_tutorials_cpp_custom_ops.py`). The namespace already has its
+# ``DEF`` library, from Python, so the C++ code adds to it with
+# ``TORCH_LIBRARY_FRAGMENT``. Their dispatch keys differ, which changes more
+# than speed:
 #
-# * ``scale_shift_cpp`` registers it for ``CompositeImplicitAutograd``. Such a
-#   kernel takes the place of the operator's ``Autograd`` entry: the
-#   operator gets no autograd node of its own, and autograd differentiates
-#   the ATen calls inside the kernel instead. There is no Python on the call
-#   path, with or without grad. But the operator is not opaque: the graph
-#   Dynamo captures, and the first graph of ``torch.export``, still name it,
-#   but every tracing down to ATen operators (AOTAutograd in
-#   ``torch.compile``'s ``aot_eager`` and Inductor backends,
-#   ``run_decompositions`` on an exported program) dissolves it into
-#   ``aten.mul`` and ``aten.add``.
-# * ``scale_shift_cpp_opaque`` registers it for ``CompositeExplicitAutograd``,
-#   like ``custom_op`` does with a Python kernel, and gets its fake kernel
-#   and backward formula from Python. It stays one node in compiled and
-#   exported graphs, and it pays for a trip into Python on the ``Autograd``
-#   key, exactly as ``custom_op`` does. This one is the like-for-like rival
-#   of ``custom_op``: only the kernel's language differs.
+# * ``scale_shift_cpp`` is registered for ``CompositeImplicitAutograd``: the
+#   kernel takes the place of the operator's ``Autograd`` entry, and autograd
+#   differentiates the ATen calls inside it. No Python runs on its call path,
+#   but it is not opaque: tracing down to ATen operators (AOTAutograd,
+#   ``run_decompositions``) dissolves it into ``aten.mul`` and ``aten.add``.
+# * ``scale_shift_cpp_opaque`` is registered for ``CompositeExplicitAutograd``,
+#   like ``custom_op``'s Python kernel, with its fake kernel and backward
+#   from Python. It stays one node in graphs and pays for a trip into Python
+#   on the ``Autograd`` key, as ``custom_op`` does: the like-for-like rival,
+#   only the kernel's language differs.
 
 CPP_SOURCE = r"""
 #include <ATen/core/Tensor.h>
@@ -248,12 +242,11 @@ TORCH_LIBRARY_IMPL(perf_ops, CompositeExplicitAutograd, m) {
 """
 
 # %%
-# The build goes into a fixed folder under PyTorch's extension cache
-# (``$TORCH_EXTENSIONS_DIR`` if set), one per Python and PyTorch version, so
-# that a second run of the page finds the finished library and only loads
-# it. Without a C++ compiler or ``ninja`` the C++ variants are left out, and
-# the page says so in one line. With them, a failed build stops the page with
-# the compiler's message: a broken build is an error, not a reason to skip.
+# The build is cached under PyTorch's extension folder, so a second run only
+# loads it. Without a C++ compiler or ``ninja`` the C++ variants are left out,
+# as the page says; with them, a failed build stops the page.
+
+# sphinx_gallery_start_ignore
 
 
 def build_cpp_operators(name="perf_ops_scale_shift"):
@@ -284,6 +277,8 @@ def build_cpp_operators(name="perf_ops_scale_shift"):
     action = "loaded the cached build" if reused else "compiled"
     return f"{action} in {seconds:.1f} s ({folder})"
 
+
+# sphinx_gallery_end_ignore
 
 cpp_status = build_cpp_operators()
 have_cpp = not cpp_status.startswith("skipped")
@@ -332,12 +327,10 @@ for device in devices:
 print(f"opcheck passed for {list(operators)} on {devices}")
 
 # %%
-# ``torch.export`` shows what the registration key does to the operator in a
-# graph. Its first graph names both operators. ``run_decompositions``, which
-# lowers an exported program to ATen operators (as AOTInductor needs), keeps
-# the explicit one as a single node and dissolves the implicit one into the
-# ATen calls of its kernel. ``make_fx`` (in ``torch.fx.experimental``), the
-# tracer underneath AOTAutograd, does the same.
+# ``torch.export`` shows what the key does to the operator in a graph. Its
+# first graph names both operators; ``run_decompositions``, which lowers it to
+# ATen operators, and ``make_fx`` (in ``torch.fx.experimental``), the tracer
+# underneath AOTAutograd, keep the explicit one and dissolve the implicit one.
 
 
 class Wrapper(torch.nn.Module):
@@ -421,25 +414,20 @@ for name, fn in variants.items():
 # Timing one call
 # ---------------
 #
-# ``torch.utils.benchmark.Timer`` takes care of the details that make
-# hand-written timing loops lie: it warms up, switches off Python's garbage
-# collector while it measures, and pins the number of threads (we use one).
-# ``Timer.timeit(n)`` runs the statement ``n`` times and reports the time per
-# run.
+# ``torch.utils.benchmark.Timer`` warms up, switches off the garbage
+# collector while it measures and pins the number of threads (one here).
+# Because other programs share the machine that builds this page, we take two
+# more precautions:
 #
-# Two more precautions, because other programs share the machine that builds
-# this page:
+# * The clock is ``time.thread_time``, the CPU time of our own thread, so time
+#   spent running someone else is not counted (on Linux; elsewhere the wall
+#   clock).
+# * The variants are measured in interleaved *rounds*, one short block of
+#   each per round, and each result is the median over rounds: a disturbance
+#   hits one block of everyone rather than every block of one variant.
 #
-# * The clock is ``time.thread_time``, the CPU time of our own thread, instead
-#   of the wall clock. Time during which the operating system ran someone
-#   else is then not counted. For single-threaded work on the CPU, which is
-#   all we time here, that is the time the work itself took. The thread
-#   clock is precise on Linux; elsewhere the helper uses the wall clock
-#   (``time.perf_counter``).
-# * The variants are measured in *rounds*: each round times one short block
-#   of every variant, and each variant's result is the median over all
-#   rounds. A disturbance then hits one block of everyone rather than all
-#   blocks of one variant.
+# Timings are never asserted; ``report`` prints whether this run saw each
+# relation one expects.
 
 clock = time.thread_time if sys.platform.startswith("linux") else time.perf_counter
 print(f"clock: time.{clock.__name__}")
@@ -466,19 +454,14 @@ def time_per_call(stmts, rounds=21, block_seconds=0.003):
 
 
 def report(observations):
-    """Print whether this run's timings showed each expected relation.
-
-    Timings depend on the machine and on what else it is doing, so the page
-    asserts none of them; it says what this run saw instead.
-    """
+    """Print whether this run's timings showed each expected relation."""
     for text, seen in observations.items():
         print(f"[{'seen' if seen else 'not seen in this run'}] {text}")
 
 
 # %%
-# Each variant runs on a 16-element tensor, once with an input that does not
-# require grad and once with one that does (then autograd records a graph
-# node on every call).
+# Each variant runs on 16 numbers, once without and once with
+# ``requires_grad`` (then autograd records a graph node on every call).
 
 small = torch.randn(16)
 stmts = {}
@@ -496,7 +479,7 @@ for name in variants:
 
 # %%
 # The last column divides each variant's time without grad by the plain
-# function's. On a log scale, the bars show the whole range at once:
+# function's. On a log scale:
 
 fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
 positions = np.arange(len(variants))
@@ -520,18 +503,11 @@ plt.show()
 # Reading the numbers
 # ~~~~~~~~~~~~~~~~~~~
 #
-# The sentences below are computed from this run's timings, so they describe
-# the machine that built the page. Timings are not asserted: a busy machine
-# must not break the page. Instead the last lines say whether this run saw
-# the relations one expects: the Python ``custom_op`` costs clearly more
-# than the plain function, calling it directly or through ``torch.ops`` makes
-# little difference, and each C++ operator is cheaper than the Python one.
-# Only the explicit C++ operator is a like-for-like rival, though: it goes
-# through the same ``Autograd`` layer in Python, so the gap measures the
-# kernel's language alone. The implicit one has no ``Autograd`` entry to go
-# through and gives up being one node in a graph. The next section explains
-# the numbers with something that does not vary from run to run: a count of
-# the Python functions each call goes through.
+# One expects the Python ``custom_op`` to cost clearly more than the plain
+# function, the direct call and ``torch.ops`` to cost about the same, and
+# each C++ operator to cost less than the ``custom_op``; the last lines say
+# what this run saw. Only the explicit C++ operator is a like-for-like rival,
+# since it passes through the same ``Autograd`` layer in Python.
 
 
 def us(name, mode="no grad"):
@@ -573,11 +549,11 @@ report(expected)
 # Counting the trips into Python
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 #
-# Where does the difference come from? Python's ``sys.setprofile`` hook is
-# told about every Python function that starts running, so it can list what
-# one call of each variant executes in Python. Everything else happens in
-# C++. The last column runs the call under ``torch.inference_mode``, which
-# switches autograd off entirely (more on that below).
+# Where does the difference come from? Python's ``sys.setprofile`` hook sees
+# every Python function that starts, so it lists what one call of each
+# variant runs in Python, a count that does not vary from run to run. The
+# last column runs under ``torch.inference_mode``, which switches autograd
+# off (more below).
 
 
 def python_functions_run(fn, x):
@@ -615,16 +591,13 @@ print(textwrap.fill(" -> ".join(trips["custom_op, called directly", "no grad"]),
 # %%
 # The plain function runs our two Python functions and nothing else. A
 # Python operator runs many more: the dispatcher calls back into Python for
-# the autograd layer that ``register_autograd`` installed, which runs on
-# every call to decide whether a graph node is needed, and again for the
-# kernel, and each trip converts the arguments between C++ and Python.
-# ``custom_op`` wraps the kernel in more layers of its own than the low-level
-# registration does. Under ``inference_mode`` the autograd layer drops out.
-# ``torch.ops`` enters through one Python function, which for the implicit
-# C++ operator is all the Python that runs, in every mode. The explicit C++
-# operator still calls back into Python for its ``Autograd`` entry, and only
-# under ``inference_mode`` shrinks to that one function. The cell checks each
-# of these statements:
+# the autograd layer that ``register_autograd`` installed, on every call, and
+# again for the kernel, converting the arguments each time. ``custom_op``
+# adds more layers than the low-level registration. Under ``inference_mode``
+# the autograd layer drops out. For the implicit C++ operator, the one
+# function through which ``torch.ops`` enters is all the Python that runs;
+# the explicit one still calls back for its ``Autograd`` entry, except under
+# ``inference_mode``. The cell checks each statement:
 
 plain_trips = [entry.split(":")[-1] for entry in trips["Python function", "no grad"]]
 assert plain_trips == ["scale_shift_python", "check_floating"], plain_trips
@@ -646,20 +619,15 @@ if have_cpp:
     assert len(trips["C++ explicit via torch.ops", "inference"]) == 1
 
 # %%
-# ``torch.ops.perf_ops.scale_shift`` is an *overload packet*: it picks the
-# overload that matches the arguments on every call, while the object
-# returned by ``custom_op`` already holds the one overload it defines. That
-# is why skipping the object's own ``__call__`` should not make the call
-# noticeably cheaper; the timings above say whether the two routes came out
-# within 1.5 times of each other in this run.
+# ``torch.ops.perf_ops.scale_shift`` is an *overload packet* that picks its
+# overload on every call, while the ``custom_op`` object holds its one
+# overload, so the two routes should cost about the same.
 #
 # When the overhead matters
 # -------------------------
 #
-# The overhead comes with every call, whatever the size of the tensor, so
-# whether it matters depends on how it compares with the work the call does.
-# Here are the plain function and the ``custom_op`` on tensors of growing
-# size:
+# The overhead is paid per call, whatever the size of the tensor. Here are
+# the plain function and the ``custom_op`` on tensors of growing size:
 
 sizes = [16, 2**10, 2**14, 2**23]
 by_size = {}
@@ -687,19 +655,15 @@ report(
 )
 
 # %%
-# Expect the ratio to fall as the tensor grows (the lines above say whether
-# this run saw it): the arithmetic grows with the tensor, the overhead does
-# not. So the overhead matters when an operator is small and called many
-# times per step, for instance inside a Python loop over rows, time steps or
-# tokens. The more work one call does, the smaller the share of the
-# overhead.
+# The ratio should fall as the tensor grows: the arithmetic grows, the
+# overhead does not. So the overhead matters for a small operator called many
+# times per step, in a Python loop over rows, time steps or tokens.
 #
 # Fewer, larger calls
 # ~~~~~~~~~~~~~~~~~~~
 #
-# The simplest fix costs nothing: call the operator once on a whole batch
-# instead of once per row. Both functions below compute the same 64 rows of
-# 16 numbers.
+# The simplest fix is free: one call on the whole batch instead of one per
+# row. Both functions compute the same 64 rows of 16 numbers.
 
 rows = torch.randn(64, 16)
 
@@ -728,14 +692,11 @@ report({"one batched call is more than 5x faster than one call per row": speedup
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 #
 # For inference there is a second free fix. Under ``torch.inference_mode``
-# the dispatcher skips the autograd layer altogether, and with it one of the
-# two trips into Python. ``torch.no_grad`` is not enough: the autograd layer
-# still runs, only to find that grad mode is off. The cell first confirms
-# this by counting the Python functions one call runs under each of the two.
-# Then it times all three modes: to keep the cost of entering a mode out of
-# the measurement, each function below makes 100 calls inside one ``with``
-# block, and we compare the extra cost per call of the ``custom_op`` over the
-# plain function in each mode.
+# the dispatcher skips the autograd layer, and its trip into Python. Under
+# ``torch.no_grad`` the layer still runs, only to find grad mode off, as the
+# count of Python functions shows first. Then each mode is timed over 100
+# calls inside one ``with`` block, keeping the cost of entering it out, for
+# the extra cost per call of the ``custom_op`` over the plain function.
 
 
 def hundred_calls(fn, mode):
@@ -788,12 +749,11 @@ report(
 # ---------------------------------------
 #
 # Inside a model compiled with ``torch.compile`` the question changes. Say one
-# step of the model is done by NumPy: here, a response curve known only as a
-# table of points, applied with ``np.interp``. Dynamo cannot trace
-# ``np.interp``, so it *breaks the graph*: it compiles the code before the
-# call and the code after it separately and runs the call in ordinary Python
-# in between. Wrapping the step as a custom operator with a fake kernel keeps
-# the model in one graph, with the operator as a single opaque node.
+# step is done by NumPy: a response curve known as a table of points, applied
+# with ``np.interp``. Dynamo cannot trace it, so it *breaks the graph*: it
+# compiles the code before and after separately and runs the call in Python
+# between them. A custom operator with a fake kernel keeps the model in one
+# graph, with the operator as one opaque node.
 
 CURVE_X = np.linspace(-3.0, 3.0, 25)
 CURVE_Y = np.tanh(CURVE_X) + 0.1 * np.sin(4 * CURVE_X)
@@ -842,11 +802,10 @@ net_op = CurveNet(apply_curve)
 net_op.load_state_dict(net_numpy.state_dict())
 
 # %%
-# ``torch._dynamo.explain`` traces a function the way ``torch.compile`` would
-# and reports the graphs it found and why each break happened. It lives in a
-# private module, and no public API gives the reasons; the number of graphs
-# can be had publicly, as the next cell shows. ``explain`` also resets
-# Dynamo's caches, so we call it before compiling anything.
+# ``torch._dynamo.explain`` traces a function as ``torch.compile`` would and
+# reports its graphs and why each break happened. It is private, and no
+# public API gives the reasons. It also resets Dynamo's caches, so we call it
+# before compiling anything.
 
 with torch.no_grad():
     example = torch.randn(8, 32)
@@ -866,17 +825,13 @@ op_nodes = [
 assert len(op_nodes) == 1
 
 # %%
-# Now the timings, over four batch sizes, without autograd. ``dynamic=True``
-# compiles once for all sizes instead of once per size. The backend is a
-# small one of our own, built only from the public backend interface: a
-# backend is any callable that receives each graph Dynamo captured and
-# returns something to run. Ours counts the graphs and runs each one as it
-# is. Dynamo's part, capturing graphs with fake tensors and breaking them where
-# it cannot trace, is the same whatever the backend; what ours leaves out is
-# everything a real backend does next: AOTAutograd's joint tracing, and
-# Inductor's decompositions, partitioning and code generation, the expensive
-# part of compiling. To time Inductor, pass ``backend="inductor"`` instead
-# (the counts below need the counting backend).
+# Now the timings, over four batch sizes, without autograd; ``dynamic=True``
+# compiles once for all sizes. The backend counts the graphs Dynamo hands it
+# and runs each unchanged, as in
+# :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`. Dynamo's part,
+# capturing graphs and breaking them, is the same for every backend; ours
+# leaves out what Inductor does next (pass ``backend="inductor"`` to time
+# that).
 
 
 class CountingBackend:
@@ -972,32 +927,24 @@ report(
 )
 
 # %%
-# Three things usually show in these numbers; the last lines of the cell
-# above say which of them this run saw:
+# Three things usually show; the last lines above say which this run saw:
 #
 # * At the smallest batch the graph break should make the compiled model
-#   slower than the version with the custom operator. Every break means
-#   another compiled piece to enter and leave, each with its own guards and
-#   wrappers, plus the Python code that runs between them.
-# * At the same batch, both compiled versions are expected to be slower than
-#   eager mode. Calling a compiled model has a cost of its own on every call
-#   (guards, wrappers), and with the counting backend nothing is won back,
-#   because the operators themselves run unchanged. At this batch size the
-#   model is too small for compilation to pay off.
-# * At the largest batch all three should take about the same time (within a
-#   factor of two), because ``np.interp`` on a large array dominates.
-#
-# With Inductor the operators on each side of the curve run as generated
-# kernels, but the version with the break still pays for entering and leaving
-# each piece. On a GPU, a model without breaks can also be recorded whole as a
-# CUDA graph (see below).
+#   slower than the one with the custom operator: each break adds a compiled
+#   piece to enter and leave, with its guards and wrappers, and Python
+#   between pieces.
+# * At that batch both compiled versions should be slower than eager: a
+#   compiled call pays for guards and wrappers, and the counting backend wins
+#   nothing back.
+# * At the largest batch all three should take about the same time, within a
+#   factor of two, as ``np.interp`` on a large array dominates.
 #
 # The same operators on the GPU
 # -----------------------------
 #
-# The timings above are CPU-only, but the compiled models must give the same
-# answers on every device this run has. NumPy only runs on the CPU, so on a
-# GPU the curve step copies its input to the host and back.
+# The timings are CPU-only, but the compiled models must give the same
+# answers on every device. NumPy runs only on the CPU, so on a GPU the curve
+# step copies its input to the host and back.
 
 with torch.no_grad():
     for device in devices[1:]:
@@ -1011,51 +958,27 @@ if len(devices) == 1:
     print("No CUDA device in this run: the GPU check is skipped.")
 
 # %%
-# What to do about overhead
-# -------------------------
+# Conclusion: what to do about overhead
+# -------------------------------------
 #
-# Measure first: for most operators the overhead is negligible next to the
-# work. When it is not, in order of effort:
+# Every call pays for the dispatcher and, for a Python operator, for trips
+# into Python: heavy on a tiny operator, lost behind a large one. Measure
+# first; when it matters, in order of effort:
 #
-# * **Make fewer, larger calls.** Batch rows, time steps or tokens into one
-#   call; the section on batching shows what that saves.
-# * **Run inference under** ``torch.inference_mode``, which takes the
-#   autograd layer, and its trip into Python, off every call. ``no_grad`` does
-#   not.
-# * **Keep the surrounding code in one graph.** Give a Python step a custom
-#   operator with a fake kernel instead of leaving a graph break, and let
-#   ``torch.compile`` capture the region around it.
-# * **Register the operator in C++** (see
-#   :ref:`sphx_glr_tutorials_cpp_custom_ops.py`) when a hot, small operator
-#   must stay fast. A C++ kernel with its backward registered from Python
-#   (the explicit operator above) still enters Python on the ``Autograd`` key
-#   whenever autograd is on; only ``inference_mode`` removes that trip. To keep
-#   Python off the call path with autograd on, the backward must be C++ too:
-#   a ``torch::autograd::Function`` registered for the ``Autograd`` key keeps
-#   the operator one opaque node, while a ``CompositeImplicitAutograd`` kernel
-#   built from ATen calls (the implicit operator above) is cheaper to write
-#   but dissolves into those calls under ``torch.compile`` and
-#   ``torch.export``.
-# * **On a GPU, use CUDA graphs** (``torch.compile(mode="reduce-overhead")``
-#   or ``torch.cuda.graph``), which record a sequence of kernel launches once
-#   and replay it without the CPU launching each kernel again. They work best
-#   on a model without graph breaks (each piece between breaks is recorded
-#   separately), and every operator inside must stay on the GPU without
-#   waiting for the CPU, which rules out the NumPy step above.
-#
-# Conclusion
-# ----------
-#
-# Every call to a custom operator pays for the dispatcher and, for an
-# operator written in Python, for trips back into Python. It weighs heavily
-# on a tiny operator and matters less behind a large one. Inside a compiled
-# model at small batch sizes, a graph break is expected to cost more than an
-# opaque custom operator (the report above says whether this run saw it), and
-# avoiding graph breaks is one of the main reasons to write a custom operator
-# in the first place. When the per-call cost does matter, batch the work,
-# switch autograd off with ``inference_mode``, keep the model in one graph, or
-# move the operator to C++, choosing its dispatch key for what it keeps and
-# what it gives up.
+# * **Make fewer, larger calls**: batch rows, time steps or tokens.
+# * **Run inference under** ``torch.inference_mode``, not ``no_grad``.
+# * **Keep the model in one graph**: give a Python step a custom operator with
+#   a fake kernel instead of leaving a graph break.
+# * **Register the operator in C++**, choosing the dispatch key for what it
+#   keeps and gives up: with its backward in Python (the explicit operator)
+#   it still enters Python whenever autograd is on; a
+#   ``CompositeImplicitAutograd`` kernel (the implicit one) dissolves into
+#   its ATen calls when traced down to ATen operators.
+#   :ref:`sphx_glr_tutorials_cpp_custom_ops.py` says when the backward must
+#   be C++ too.
+# * **On a GPU**, replay CUDA graphs, as
+#   :ref:`sphx_glr_tutorials_strides_and_runtime.py` shows with a custom
+#   operator.
 #
 # Related pages:
 #

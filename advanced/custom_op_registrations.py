@@ -100,11 +100,9 @@ print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 #
 # ``softplus(x) = log(1 + exp(x))`` is a smooth version of ReLU. NumPy computes
 # it without overflow as ``np.logaddexp(0, x)``. NumPy plays the part of the
-# library you would wrap, a C extension or a kernel of your own; it is a gentle
-# stand-in, because Dynamo can trace this call by translating it into PyTorch
-# operators (the first check below), whereas a C extension is closed to it. The
-# registrations on this page do not depend on the difference: the kernel of a
-# custom operator is never traced.
+# library you would wrap, though a gentle one: Dynamo could trace this call
+# (the first check below), a C extension it could not. The registrations do
+# not depend on the difference, as a custom operator's kernel is never traced.
 #
 # The default kernel, the function decorated with ``custom_op``, must work for
 # tensors on any device. It copies its input to the CPU for NumPy and the result
@@ -635,9 +633,8 @@ plt.show()
 # * ``register_autocast`` to fix the dtype the operator sees in mixed precision;
 # * ``register_torch_dispatch`` to teach a dispatch mode about the operator.
 #
-# Register the ones you need, and test each: ``gradcheck`` and
-# ``gradgradcheck`` for the mathematics, ``opcheck`` for the registrations, and
-# a comparison with a plain loop or a reference for everything else.
+# Register the ones you need, and test each: ``opcheck`` for the
+# registrations, and ``gradcheck``, a loop or a reference for the results.
 #
 # See :ref:`sphx_glr_tutorials_mutable_custom_ops.py` for operators that write
 # into their arguments, and

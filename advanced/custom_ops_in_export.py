@@ -74,7 +74,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import FancyBboxPatch
 
 # For behaviour that changed between releases without a feature to test for.
 RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
@@ -340,6 +339,8 @@ assert len(placeholders) == len(state) + 1  # the state, then the input x
 # The same information as a table, one row per node, with the shape that the
 # fake kernels and the built-in operators' shape functions produced:
 
+# sphinx_gallery_start_ignore
+
 
 def node_table(program):
     rows = [("op", "name", "target", "shape")]
@@ -355,6 +356,9 @@ def node_table(program):
                 cell.ljust(width) for cell, width in zip(row, widths, strict=True)
             )
         )
+
+
+# sphinx_gallery_end_ignore
 
 
 def count_calls(program, op):
@@ -453,6 +457,9 @@ print(f"one exported program matches eager for batch sizes {batch_sizes}")
 # shape its fake kernel or PyTorch's shape function computed, and the two
 # custom operators highlighted.
 
+# sphinx_gallery_start_ignore
+from matplotlib.patches import FancyBboxPatch
+
 
 def node_label(node):
     if node.op == "call_function":
@@ -505,6 +512,8 @@ def draw_graph(program, highlight):
     ax.set_title("Exported graph of PrototypeScorer, dynamic batch", size=10)
     plt.show()
 
+
+# sphinx_gallery_end_ignore
 
 draw_graph(exported, custom_ops)
 
@@ -572,16 +581,14 @@ print(f"saved {program_path.name}: {program_path.stat().st_size} bytes")
 
 # %%
 # The file stores each custom operator by name only, as
-# ``torch.ops.export_demo.rank_rows.default``; the kernels are Python
-# functions in this process and are not saved. So loading has to look the
-# names up in the loading process's operator registry. The script below loads
-# the program, runs it on the saved batch and saves the result. Run on its own
-# in a fresh interpreter, it fails. How clearly it says why depends on the
-# release: from PyTorch 2.9 the loader logs that it "failed to resolve" the
-# operator; 2.7 raises a ``SerializeError`` about an "unsupported target type"
-# that quotes the operator's name; 2.8 swallows that error, retries with an
-# older file format and fails with a ``KeyError`` about a missing ``version``
-# entry, which does not point at the cause at all.
+# ``torch.ops.export_demo.rank_rows.default``, not its Python kernels, so
+# loading looks the names up in the loading process's operator registry. The
+# script below loads the program, runs it on the saved batch and saves the
+# result. In a fresh interpreter it fails, saying why as clearly as the
+# release allows: from PyTorch 2.9 the loader logs that it "failed to
+# resolve" the operator; 2.7 raises a ``SerializeError`` that quotes its
+# name; 2.8 fails with a ``KeyError`` about a missing ``version`` entry,
+# which does not point at the cause at all.
 
 load_and_run = """
 import sys
@@ -687,15 +694,12 @@ workdir.cleanup()
 # ----------
 #
 # A custom operator lets ``torch.export`` capture a model that calls code it
-# cannot trace: the operator becomes one node in the graph, and it stays one
-# node through ``run_decompositions()``. Export needs the operator's fake
-# kernel to know the output's shape, and with ``torch.export.Dim`` that fake
-# kernel must keep the dynamic sizes symbolic. The saved ``.pt2`` file refers
-# to the operator by name, so any process that loads it must define the
-# operator first, with its fake kernel if it will trace the program again.
-# Non-strict and strict export differ in what they can trace themselves, and
-# the default between them changed in PyTorch 2.8; for custom operators they
-# agree.
+# cannot trace, as one node that stays one node through
+# ``run_decompositions()``, under strict and non-strict export alike. Export
+# runs the operator's fake kernel, which must keep ``torch.export.Dim`` sizes
+# symbolic. The saved ``.pt2`` file names the operator, so a process that
+# loads it must define the operator first, with its fake kernel if it will
+# trace the program again.
 #
 # Previous: :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`. Next,
 # :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py` collects the errors

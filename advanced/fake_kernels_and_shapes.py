@@ -118,32 +118,6 @@ def check_1d(t: torch.Tensor, name: str) -> None:
 
 
 # %%
-# How opaque is NumPy to the compiler? Dynamo translates some NumPy calls on
-# tensors into PyTorch operators and gives up on others with a graph break.
-# Of the three routines this page wraps, it traces ``np.concatenate`` and stops
-# at ``np.pad`` and ``np.unique``; the reason it gives for ``np.unique`` is
-# that the output size depends on the data, the subject of this page's last
-# section. Wrapped in a custom operator, each is one opaque node either way:
-# the compiler never traces a custom operator's kernel.
-
-numpy_routines = {
-    "np.concatenate": lambda t: torch.from_numpy(np.concatenate([t.numpy()] * 2)),
-    "np.pad": lambda t: torch.from_numpy(np.pad(t.numpy(), (0, 3))),
-    "np.unique": lambda t: torch.from_numpy(np.unique(t.numpy())),
-}
-break_reasons = {}
-for name, routine in numpy_routines.items():
-    explanation = torch._dynamo.explain(routine)(torch.randn(5))
-    break_reasons[name] = [
-        str(r.reason).splitlines()[0] for r in explanation.break_reasons
-    ]
-    print(f"{name}: {explanation.graph_break_count} graph breaks {break_reasons[name]}")
-assert break_reasons["np.concatenate"] == []
-assert break_reasons["np.pad"] and break_reasons["np.unique"]
-assert "dynamic shape" in break_reasons["np.unique"][0].lower()
-
-
-# %%
 # What a fake kernel receives
 # ---------------------------
 #
@@ -799,18 +773,14 @@ assert counter.compilations == 1
 # ----------
 #
 # A fake kernel runs with whatever the compiler hands it: ``int`` sizes for
-# static shapes, ``SymInt`` sizes for dynamic ones. Computing the output size
-# with ordinary arithmetic on those sizes works for both. Turning a size into
-# a Python number fixes it, and the compiled function then compiles once per
-# input size, which a counting backend, the ``recompiles`` log or
-# ``torch.compiler.set_stance("fail_on_recompile")`` makes visible even though
-# every result is still right. When the output size depends on the data, the
-# fake kernel asks ``torch.library.get_ctx().new_dynamic_size()`` for a new
-# symbol instead of guessing, and ``opcheck`` rejects a guess that does not
-# match the real output. Code after such an operator computes freely with the
-# unknown size, and states with ``torch._check`` what it needs to branch on.
-# Releases before 2.10 need ``capture_dynamic_output_shape_ops`` for the
-# operator to enter a full graph at all.
+# static shapes, ``SymInt`` sizes for dynamic ones, and ordinary arithmetic
+# works for both. Calling ``int()`` on a size makes the function compile once
+# per input size, with every result still right; a counting backend, the
+# ``recompiles`` log or ``set_stance("fail_on_recompile")`` shows it. When the
+# output size depends on the data, ask ``get_ctx().new_dynamic_size()`` for a
+# new symbol instead of guessing, and state with ``torch._check`` what code
+# after the operator branches on; before PyTorch 2.10, such an operator
+# enters a full graph only with ``capture_dynamic_output_shape_ops``.
 #
 # Previous: :ref:`sphx_glr_tutorials_custom_op_registrations.py`. Next,
 # :ref:`sphx_glr_tutorials_custom_ops_in_export.py` shows what fake kernels do

@@ -3,13 +3,10 @@ Triton Custom Operators
 =======================
 
 After this page you will be able to turn Triton kernels into a PyTorch
-operator that trains, compiles, exports and reports its FLOPs: a forward and a
-backward kernel wrapped with ``torch.library.triton_op`` and
-``torch.library.wrap_triton``, an autotuned block size, and a CPU kernel for
-machines without a GPU. You will check the kernels against PyTorch on a GPU
-or, without one, in Triton's interpreter on the CPU, and you will see what
-``torch.compile`` receives from a bare Triton kernel, a ``triton_op`` and a
-``custom_op``, measured by the page rather than recalled.
+operator that trains, compiles, exports and reports its FLOPs, and to test
+those kernels without a GPU, in Triton's interpreter. You will also see, as
+measured by the page, what ``torch.compile`` receives from a bare Triton
+kernel, a ``triton_op`` and a ``custom_op``.
 
 .. grid:: 2
 
@@ -32,7 +29,7 @@ or, without one, in Triton's interpreter on the CPU, and you will see what
        * PyTorch 2.7 or later
        * Triton (it comes with PyTorch's CUDA wheels for Linux); a CUDA GPU
          for compiled kernels. Without a GPU the kernels run in Triton's
-         interpreter, and without Triton the page runs its PyTorch paths
+         interpreter; with neither, the page runs its PyTorch paths
        * Matplotlib
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
@@ -61,14 +58,11 @@ or, without one, in Triton's interpreter on the CPU, and you will see what
 # Setting up
 # ----------
 #
-# ``torch.library.triton_op`` and ``torch.library.wrap_triton`` became public
-# in PyTorch 2.6. Triton compiles kernels for GPUs; on a machine without one,
-# Triton's *interpreter* can still execute a kernel, block by block with
-# NumPy, on CPU tensors. It is slow, but it runs the very code you wrote,
-# masks and dtype conversions included, so the kernels can be tested anywhere.
-# The interpreter is switched on by the environment variable
-# ``TRITON_INTERPRET=1``, which this page sets before it imports Triton
-# whenever no GPU is present.
+# ``torch.library.triton_op`` and ``torch.library.wrap_triton`` are public
+# from PyTorch 2.6. Without a GPU, Triton's *interpreter* runs a kernel block
+# by block with NumPy, on CPU tensors: slowly, but it executes the code you
+# wrote, masks and dtype conversions included. ``TRITON_INTERPRET=1`` turns
+# it on; the page sets it before importing Triton whenever no GPU is present.
 
 import sys
 
@@ -84,17 +78,14 @@ triton_imported_before_this_page = "triton" in sys.modules
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
-import contextlib
-import logging
+import functools
 import math
 import re
 import time
-import warnings
+import timeit
 
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
-from matplotlib.patches import Rectangle
-from torch._dynamo.backends.common import aot_autograd
 from torch.utils.flop_counter import FlopCounterMode, register_flop_formula
 
 torch.manual_seed(0)
@@ -105,12 +96,12 @@ print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 try:
     import triton
     import triton.language as tl
-
-    HAS_TRITON = True
 except ImportError:
-    HAS_TRITON = False
+    if torch.cuda.is_available():
+        raise  # with a GPU, the Triton paths must run, not be skipped
+    triton = None
 
-if not HAS_TRITON:
+if triton is None:
     KERNELS_RUN_ON = None
     print("Triton is not installed: every path below runs the PyTorch code")
 elif os.environ.get("TRITON_INTERPRET") == "1":
@@ -119,23 +110,18 @@ elif os.environ.get("TRITON_INTERPRET") == "1":
 else:
     KERNELS_RUN_ON = "gpu"
     print(f"Triton {triton.__version__}: the kernels run compiled, on the GPU")
+if torch.cuda.is_available() and KERNELS_RUN_ON != "gpu":
+    raise RuntimeError("a GPU is present: unset TRITON_INTERPRET so that it is used")
 
 # %%
-# ``aot_autograd`` is the helper PyTorch's own ``aot_eager`` backend is built
-# from, and the one the ``torch.compile`` documentation on custom backends
-# uses. It lives in a private module; we need it to look at the graph the
-# compiler produces after autograd and functionalization, which no public API
-# returns.
-#
 # The operation: SiLU times a gate
 # --------------------------------
 #
 # The feed-forward blocks of many language models compute
-# ``silu(gate) * up`` for two tensors of the same shape. In eager PyTorch that
-# is two operations with a temporary tensor between them; a fused kernel
-# reads both inputs once and writes the result once. The plain PyTorch
-# version is our reference, and the implementation wherever Triton cannot
-# run:
+# ``silu(gate) * up``. Eager PyTorch does that in two operations with a
+# temporary tensor between them; a fused kernel reads both inputs once and
+# writes the result once. The PyTorch version is our reference, and the
+# implementation wherever Triton cannot run:
 
 
 def silu_mul_torch(gate, up):
@@ -162,36 +148,25 @@ def check_silu_mul_args(gate, up, names=("gate", "up")):
             f"{gate.dtype} on {gate.device} and {up.dtype} on {up.device}"
         )
     if gate.dtype not in SUPPORTED_DTYPES:
-        raise ValueError(
-            f"silu_mul: expected float16, bfloat16, float32 or float64, "
-            f"got {gate.dtype}"
-        )
+        raise ValueError(f"silu_mul: expected a floating dtype, got {gate.dtype}")
 
 
 # %%
 # The Triton kernels
 # ------------------
 #
-# A Triton kernel is a Python function that ``triton.jit`` compiles for the
-# GPU. Each *program* handles one block of ``BLOCK_SIZE`` consecutive
-# elements: it computes their offsets, masks off the ones past the end of the
-# tensor, loads the inputs, computes in float32 (in float64 for float64
-# inputs, which ``gradcheck`` needs later) and stores the result in the
-# output's dtype.
+# Each *program* of a ``triton.jit`` kernel handles ``BLOCK_SIZE``
+# consecutive elements: it computes their offsets, masks off those past the
+# end, loads the inputs, computes in float32 (float64 for float64 inputs,
+# which ``gradcheck`` needs) and stores in the output's dtype. With
+# ``s = sigmoid(g)``, the backward kernel computes the derivatives of
+# ``g * s * u``: ``u * s * (1 + g * (1 - s))`` for the gate, ``g * s`` for
+# ``u``.
 #
-# There are two kernels: the forward, and the backward that training needs
-# later on. With ``s = sigmoid(g)``, the output ``g * s * u`` has the
-# derivative ``u * s * (1 + g * (1 - s))`` with respect to the gate ``g`` and
-# ``g * s`` with respect to ``u``.
-#
-# The forward kernel is also *autotuned*: instead of one ``BLOCK_SIZE``,
-# ``triton.autotune`` gets a list of ``triton.Config`` objects (meta-parameter
-# values and launch options such as ``num_warps``) and a ``key``, the
-# arguments whose values decide which config is best. The first launch with a
-# new key runs every config, times it with ``do_bench`` and keeps the fastest
-# for that key. We pass our own ``do_bench``: it counts the timings, and it
-# times on the CPU when the kernels run in the interpreter, which has no GPU
-# timer. On a GPU it hands over to Triton's own ``triton.testing.do_bench``.
+# The forward kernel is *autotuned*: ``triton.autotune`` gets a few
+# ``triton.Config`` candidates and a ``key``, the arguments whose values
+# decide which candidate is fastest. Our own ``do_bench`` counts the
+# timings, and times on the CPU in the interpreter, which has no GPU timer.
 
 autotune_timings = {"count": 0}
 
@@ -208,7 +183,7 @@ def time_config(kernel_call, quantiles):
 
 BACKWARD_BLOCK_SIZE = 512
 
-if HAS_TRITON:
+if triton is not None:
 
     @triton.autotune(
         configs=[
@@ -256,25 +231,18 @@ if HAS_TRITON:
         sigmoid = 1.0 / (1.0 + tl.exp(-gate))
         grad_gate = grad_out * up * sigmoid * (1.0 + gate * (1.0 - sigmoid))
         grad_up = grad_out * gate * sigmoid
-        tl.store(
-            grad_gate_ptr + offsets,
-            grad_gate.to(grad_gate_ptr.dtype.element_ty),
-            mask=in_bounds,
-        )
-        tl.store(
-            grad_up_ptr + offsets,
-            grad_up.to(grad_up_ptr.dtype.element_ty),
-            mask=in_bounds,
-        )
+        grad_gate = grad_gate.to(grad_gate_ptr.dtype.element_ty)
+        tl.store(grad_gate_ptr + offsets, grad_gate, mask=in_bounds)
+        grad_up = grad_up.to(grad_up_ptr.dtype.element_ty)
+        tl.store(grad_up_ptr + offsets, grad_up, mask=in_bounds)
 
 
 # %%
-# Two small functions launch the kernels on contiguous tensors. The grid, the
-# number of programs, depends on the ``BLOCK_SIZE`` the autotuner picks, so
-# it is a function of the chosen meta-parameters. ``traceable=True`` wraps the
-# kernel with ``torch.library.wrap_triton`` first: that is what a
-# ``triton_op``'s body must do so that the compiler can record the launch.
-# Code that only ever runs eagerly may launch the kernel directly.
+# Two functions launch the kernels on contiguous tensors. The number of
+# programs depends on the ``BLOCK_SIZE`` the autotuner picks, so the grid is a
+# function of the chosen meta-parameters. ``traceable=True`` first wraps the
+# kernel with ``torch.library.wrap_triton``, which a ``triton_op``'s body must
+# do so that the compiler can record the launch.
 
 
 def launch_silu_mul(gate, up, *, traceable=False):
@@ -285,45 +253,30 @@ def launch_silu_mul(gate, up, *, traceable=False):
     def grid(meta):
         return (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)
 
-    kernel = (
-        torch.library.wrap_triton(silu_mul_kernel) if traceable else silu_mul_kernel
-    )
+    kernel = silu_mul_kernel
+    kernel = torch.library.wrap_triton(kernel) if traceable else kernel
     kernel[grid](gate, up, out, n_elements)
     return out
 
 
 def launch_silu_mul_backward(grad_out, gate, up, *, traceable=False):
     """The gradients of silu(gate) * up, computed by silu_mul_backward_kernel."""
-    grad_gate = torch.empty_like(gate)
-    grad_up = torch.empty_like(up)
-    n_elements = gate.numel()
-    grid = (triton.cdiv(n_elements, BACKWARD_BLOCK_SIZE),)
+    grad_gate, grad_up = torch.empty_like(gate), torch.empty_like(up)
+    grid = (triton.cdiv(gate.numel(), BACKWARD_BLOCK_SIZE),)
     kernel = silu_mul_backward_kernel
-    if traceable:
-        kernel = torch.library.wrap_triton(kernel)
-    kernel[grid](
-        grad_out,
-        gate,
-        up,
-        grad_gate,
-        grad_up,
-        n_elements,
-        BLOCK_SIZE=BACKWARD_BLOCK_SIZE,
-    )
+    kernel = torch.library.wrap_triton(kernel) if traceable else kernel
+    pointers = (grad_out, gate, up, grad_gate, grad_up)
+    kernel[grid](*pointers, gate.numel(), BLOCK_SIZE=BACKWARD_BLOCK_SIZE)
     return grad_gate, grad_up
 
 
 # %%
-# When the interpreter is on, ``triton.jit`` returns an interpreted function
-# instead of a compiled one: it reads ``TRITON_INTERPRET`` at the moment it
-# decorates a kernel. Triton's own helpers in ``triton.language``, such as
-# ``tl.sigmoid``, are decorated when ``triton`` is imported, so they run in
-# the interpreter only if the variable was set before that import. Set it
-# before ``import triton`` and leave it set. A process that imported Triton
-# earlier, as a worker of this site's build may have done for another page's
-# ``torch.compile``, keeps those helpers compiled-only; that is why our
-# kernels compute the sigmoid from ``tl.exp``, a built-in, which the
-# interpreter always handles.
+# ``triton.jit`` reads ``TRITON_INTERPRET`` when it decorates a kernel, so
+# here both kernels are interpreted functions. Triton's own helpers, such as
+# ``tl.sigmoid``, were decorated when ``triton`` was first imported: in a
+# process that imported it before the variable was set (a gallery worker may
+# have, for another page) they cannot run in the interpreter. That is why
+# the kernels compute the sigmoid from the built-in ``tl.exp``.
 
 if KERNELS_RUN_ON == "interpreter":
     from triton.runtime.interpreter import InterpretedFunction
@@ -346,10 +299,10 @@ else:
 # The kernels on their own
 # ------------------------
 #
-# Before wrapping anything, check the kernels against the reference, on the
-# device where they run: sizes that are and are not a multiple of the block
-# sizes, an empty tensor, and each supported dtype. The tolerances are
-# ``assert_close``'s defaults for each dtype.
+# Before wrapping anything, check the kernels against the reference where
+# they run: sizes that are and are not a multiple of the block sizes, an
+# empty tensor, each supported dtype, with ``assert_close``'s default
+# tolerances.
 
 kernel_device = "cuda" if KERNELS_RUN_ON == "gpu" else "cpu"
 
@@ -384,18 +337,14 @@ else:
 # A first attempt: Triton in the body, a CPU kernel on the side
 # -------------------------------------------------------------
 #
-# ``triton_op`` makes an operator from a function, much like ``custom_op``,
-# with one difference: the function's body must consist only of PyTorch
-# operations and Triton kernels launched through ``wrap_triton``. That is what
-# lets the compiler trace *into* the body instead of treating it as a black
-# box. The body is also used as the fake kernel, so no ``register_fake`` is
-# needed.
-#
-# For machines without a GPU, ``register_kernel("cpu")`` adds a kernel for CPU
-# tensors. A natural first attempt puts only the Triton launch in the body and
-# relies on the CPU kernel for everything else:
+# ``triton_op`` makes an operator from a function, like ``custom_op``, but
+# the body may contain only PyTorch operations and Triton kernels launched
+# through ``wrap_triton``. The compiler then traces *into* the body, which
+# also serves as the fake kernel. A natural first attempt puts only the
+# Triton launch in the body and adds a CPU kernel with
+# ``register_kernel("cpu")``:
 
-if HAS_TRITON:
+if triton is not None:
 
     @torch.library.triton_op("triton_ops::silu_mul_gpu_only", mutates_args=())
     def silu_mul_gpu_only(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
@@ -406,6 +355,17 @@ if HAS_TRITON:
     def _(gate, up):
         check_silu_mul_args(gate, up)
         return silu_mul_torch(gate.contiguous(), up.contiguous())
+
+
+# %%
+# An eager CPU call goes to the CPU kernel and works. ``opcheck``, which also
+# traces the operator as the compiler does, disagrees; with
+# ``raise_exception=False`` it returns each sub-test's outcome.
+
+# sphinx_gallery_start_ignore
+import contextlib
+import logging
+import warnings
 
 
 @contextlib.contextmanager
@@ -420,26 +380,23 @@ def compiler_logs_silenced():
         logging.disable(logging.NOTSET)
 
 
-# %%
-# In eager mode a CPU call goes to the CPU kernel and works. ``opcheck``, which
-# also runs the operator through the compiler's tracing machinery, tells a
-# different story. With ``raise_exception=False`` it returns each of its
-# sub-tests with ``"SUCCESS"`` or the exception it raised. (The failing
-# tracing logs long warnings, which we hide for this one call.)
+def first_line(err, width=None):
+    return f"{type(err).__name__}: {str(err).strip().splitlines()[0][:width]}"
 
-if HAS_TRITON:
+
+# sphinx_gallery_end_ignore
+
+if triton is not None:
     gate, up = torch.randn(4, 300), torch.randn(4, 300)
     torch.testing.assert_close(silu_mul_gpu_only(gate, up), silu_mul_torch(gate, up))
     print("eager call on CPU tensors: correct result from the CPU kernel")
-    with compiler_logs_silenced():
+    with compiler_logs_silenced():  # the failing tracing logs long warnings
         report = torch.library.opcheck(
             silu_mul_gpu_only, (gate, up), raise_exception=False
         )
-    failed = sorted(name for name, outcome in report.items() if outcome != "SUCCESS")
     for name, outcome in report.items():
-        if outcome != "SUCCESS":
-            outcome = f"{type(outcome).__name__}: {str(outcome).splitlines()[0][:90]}"
-        print(f"{name}: {outcome}")
+        print(f"{name}: {outcome if outcome == 'SUCCESS' else first_line(outcome, 90)}")
+    failed = {name for name, outcome in report.items() if outcome != "SUCCESS"}
     assert "test_aot_dispatch_dynamic" in failed
     assert report["test_schema"] == "SUCCESS"
     if KERNELS_RUN_ON == "interpreter":
@@ -448,30 +405,24 @@ else:
     print("Triton is not installed, so this failing example is skipped.")
 
 # %%
-# ``test_aot_dispatch_dynamic`` fails. When the compiler's autograd and
-# functionalization pass (AOTAutograd) meets a ``triton_op``, it does not call
-# any registered kernel: it traces the body, whatever the device. The CPU
-# kernel is used only for eager calls. Here the traced body launches the
-# Triton kernel on CPU tensors. A kernel compiled for the GPU cannot read
-# them; a kernel in the interpreter cannot be traced at all, which is why,
-# where the kernels run in the interpreter, ``test_faketensor`` (which runs
-# the body on fake tensors) fails as well.
+# ``test_aot_dispatch_dynamic`` fails because AOTAutograd, the compiler's
+# autograd and functionalization pass, never calls a ``triton_op``'s
+# registered kernels: it traces the body, whatever the device, and here the
+# body launches the Triton kernel on CPU tensors. (An interpreted kernel
+# cannot be traced at all, so in the interpreter ``test_faketensor`` fails
+# too.) A registered kernel serves eager calls only.
 #
 # The fix: make the body handle every device
 # -------------------------------------------
 #
-# The body is traced with fake tensors whose device is known, so it can choose
-# a path with an ordinary ``if``: the Triton kernel for CUDA tensors when
-# Triton compiles for the GPU, PyTorch operations for everything else. Both
-# branches are traceable.
-#
-# The CPU kernel is a separate matter, since it serves eager calls only. In a
-# real project it would be the PyTorch code, or a C++ kernel: the interpreter
-# is much too slow for real work (measured below). On this page, when the
-# interpreter is on, the CPU kernel launches the Triton kernel in it, so that
-# every eager CPU call below, ``gradcheck`` and ``opcheck`` included,
-# executes the Triton code you have read. We count its calls to see which
-# path ran.
+# The body is traced with fake tensors whose device is known, so an ordinary
+# ``if`` can choose a traceable path: the Triton kernel for CUDA tensors when
+# Triton compiles for the GPU, PyTorch operations otherwise. The CPU kernel
+# of a real project would be PyTorch or C++ code, as the interpreter is far
+# too slow (measured below); this page's CPU kernel launches the kernels in
+# the interpreter, so that its eager CPU calls, ``gradcheck`` and ``opcheck``
+# included, run the Triton code. It counts its calls, to show which path
+# ran.
 
 
 def triton_runs_on(device):
@@ -507,57 +458,78 @@ def _(gate, up):
 # Checking the results, and which path ran
 # ----------------------------------------
 #
-# On each device we compare the operator with the reference, for a size that
-# is not a multiple of any block size, a transposed input and a bfloat16
-# input. CUDA tensors must not reach the CPU kernel.
+# These samples are the inputs that break operators most often: empty
+# tensors, transposed and strided views, dense tensors not in row-major
+# order, half precision, sizes that are no multiple of a block size, inputs
+# that require grad. On each device the operator must match the reference,
+# CUDA tensors must not reach the CPU kernel, and mismatched shapes must
+# raise a ``ValueError`` that names the problem.
 
 
-def sample_inputs(device):
-    """(gate, up) pairs covering the kernel's edge cases."""
-    wide = torch.randn(64, 48, device=device)
-    return [
-        (torch.randn(1000, device=device), torch.randn(1000, device=device)),
-        (wide.t(), torch.randn(48, 64, device=device)),
-        (
-            torch.randn(8, 257, device=device, dtype=torch.bfloat16),
-            torch.randn(8, 257, device=device, dtype=torch.bfloat16),
+def samples(device):
+    """(gate, up) pairs, each a layout or dtype that breaks kernels."""
+
+    def randn(*shape, **kwargs):
+        return torch.randn(*shape, device=device, **kwargs)
+
+    return {
+        "empty": (randn(0, 4), randn(0, 4)),
+        "transposed": (randn(8, 6).t(), randn(6, 8)),
+        "every other column": (randn(4, 10)[..., ::2], randn(4, 5)),
+        "permuted": (randn(2, 3, 4, 5).permute(0, 2, 3, 1), randn(2, 4, 5, 3)),
+        "channels_last": (
+            randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+            randn(2, 3, 4, 5),
         ),
-    ]
+        "bfloat16": (
+            randn(8, 257, dtype=torch.bfloat16),
+            randn(8, 257, dtype=torch.bfloat16),
+        ),
+        "float16": (
+            randn(5, 33, dtype=torch.float16),
+            randn(5, 33, dtype=torch.float16),
+        ),
+        "requires_grad": (
+            randn(3, 7, requires_grad=True),
+            randn(3, 7, requires_grad=True),
+        ),
+    }
 
 
 def path_name(device):
-    if triton_runs_on(torch.device(device)):
-        return "the Triton kernel " + (
-            "in the interpreter" if KERNELS_RUN_ON == "interpreter" else "on the GPU"
-        )
-    return "PyTorch operations"
+    if not triton_runs_on(torch.device(device)):
+        return "PyTorch operations"
+    where = "in the interpreter" if KERNELS_RUN_ON == "interpreter" else "on the GPU"
+    return f"the Triton kernel {where}"
 
 
 for device in devices:
     calls_before = cpu_kernel_calls["count"]
-    for gate, up in sample_inputs(device):
+    for gate, up in samples(device).values():
         torch.testing.assert_close(silu_mul(gate, up), silu_mul_torch(gate, up))
     used_cpu_kernel = cpu_kernel_calls["count"] > calls_before
     assert used_cpu_kernel == (device == "cpu")
     kernel = "registered CPU kernel" if used_cpu_kernel else "body"
     print(f"{device}: matches the reference; the {kernel} ran {path_name(device)}")
+    try:
+        silu_mul(torch.randn(3, 4, device=device), torch.randn(4, 3, device=device))
+    except ValueError as err:
+        print(f"{device}: bad input raises {first_line(err)}")
+    else:
+        raise AssertionError(f"expected mismatched shapes to be rejected on {device}")
 
 # %%
 # How slow is the interpreter? The best of three calls on a hundred thousand
-# elements, against the same computation in PyTorch's CPU operations (after
-# a first call, which also autotunes):
+# elements, against PyTorch's CPU operations (after a first call, which also
+# autotunes):
 
 if KERNELS_RUN_ON == "interpreter":
     gate, up = torch.randn(2, 100_000)
     seconds = {}
     for name, fn in [("interpreter", launch_silu_mul), ("PyTorch", silu_mul_torch)]:
         fn(gate, up)
-        runs = []
-        for _ in range(3):
-            start = time.perf_counter()
-            fn(gate, up)
-            runs.append(time.perf_counter() - start)
-        seconds[name] = min(runs)
+        call = functools.partial(fn, gate, up)
+        seconds[name] = min(timeit.repeat(call, number=1, repeat=3))
     ratio = seconds["interpreter"] / seconds["PyTorch"]
     assert ratio > 1
     print(
@@ -568,38 +540,25 @@ else:
     print("the kernels are not interpreted here")
 
 # %%
-# Bad input raises a ``ValueError`` that names the problem, on every device:
-
-for device in devices:
-    try:
-        silu_mul(torch.randn(3, 4, device=device), torch.randn(4, 3, device=device))
-    except ValueError as err:
-        print(f"{device}: {type(err).__name__}: {str(err).splitlines()[0]}")
-    else:
-        raise AssertionError(f"expected mismatched shapes to be rejected on {device}")
-
-# %%
 # Training: a backward that is a ``triton_op`` too
 # ------------------------------------------------
 #
-# The operator computes a correct forward, but autograd knows nothing about
-# it yet. The forward call records a node in the autograd graph, and the
-# error comes when the backward reaches it:
+# Autograd knows nothing about the operator yet. The forward records a node
+# in the autograd graph, and the error comes when the backward reaches it:
 
 gate = torch.randn(3, 5, requires_grad=True)
 try:
     silu_mul(gate, torch.randn(3, 5)).sum().backward()
 except RuntimeError as err:
-    print(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    print(first_line(err))
     assert "register_autograd" in str(err)
 else:
     raise AssertionError("expected the backward to fail without a formula")
 
 # %%
-# The backward is a second operator. If it called Triton kernels directly,
-# it would be opaque to the compiler; as a ``triton_op`` it gets the same
-# treatment as the forward: a body with a path for every device, and a CPU
-# kernel.
+# The backward is a second operator. As a ``triton_op`` it is as visible to
+# the compiler as the forward: a body with a path for every device, and a
+# CPU kernel.
 
 
 def silu_mul_backward_torch(grad_out, gate, up):
@@ -637,9 +596,8 @@ def _(grad_out, gate, up):
 
 # %%
 # ``register_autograd`` connects the two: ``setup_context`` saves the inputs
-# during the forward, and the backward formula calls the backward operator.
-# The incoming gradient may have any layout; the body's ``.contiguous()``
-# takes care of that.
+# during the forward, and the backward formula calls the backward operator,
+# whose body makes an incoming gradient of any layout contiguous.
 
 
 def save_inputs(ctx, inputs, output):
@@ -655,10 +613,9 @@ def silu_mul_grad(ctx, grad_out):
 silu_mul.register_autograd(silu_mul_grad, setup_context=save_inputs)
 
 # %%
-# ``gradcheck`` compares the backward with finite differences of the forward,
-# in float64: the kernels compute in float64 for float64 inputs, and so does
-# the interpreter. On each device we also compare float32 gradients with
-# PyTorch's own autograd on a size that spans several blocks.
+# ``gradcheck`` compares the backward with finite differences of the forward
+# in float64, which the kernels, interpreted or not, compute in. On each
+# device, float32 gradients over several blocks must also match PyTorch's.
 
 for device in devices:
     gate = torch.randn(3, 7, device=device, dtype=torch.float64, requires_grad=True)
@@ -675,11 +632,10 @@ for device in devices:
 # Autotuning the block size
 # -------------------------
 #
-# The forward kernel has been autotuned all along. The first launch for a new
-# value of the key times every config; later launches with the same key reuse
-# the winner. The key is ``n_elements`` plus, added by the autotuner, the
-# dtypes of the tensor arguments. Our counting ``do_bench`` shows all three
-# cases below, and the result is correct whichever config won.
+# The first launch for a new value of the key times every config; later
+# launches with the same key reuse the winner. The autotuner adds the tensor
+# arguments' dtypes to the key. Our counting ``do_bench`` shows the three
+# cases, and the result is right whichever config won:
 
 if KERNELS_RUN_ON is not None:
     configs = silu_mul_kernel.configs
@@ -705,67 +661,35 @@ else:
 
 # %%
 # Which config wins in the interpreter says nothing about speed on a GPU;
-# what the interpreter shows is the mechanism: one round of timings per new
-# key, none for a key it has seen.
+# what it shows is the mechanism: one round of timings per new key.
 #
 # Testing with ``opcheck``
 # ------------------------
 #
-# Now that the operator has its autograd formula, ``opcheck`` checks it with
-# the inputs that break operators most often: empty tensors, transposed and
-# strided views, dense tensors whose memory is not in row-major order
-# (``permute`` and ``channels_last``), half-precision dtypes and inputs that
-# require gradients. The backward operator gets the same treatment. On the
-# CPU these calls run the CPU kernel against the traced body.
-
-
-def opcheck_samples(device):
-    """(gate, up) pairs for opcheck, each a layout or dtype that breaks kernels."""
-
-    def randn(*shape, **kwargs):
-        return torch.randn(*shape, device=device, **kwargs)
-
-    return {
-        "empty": (randn(0, 4), randn(0, 4)),
-        "transposed": (randn(8, 6).t(), randn(6, 8)),
-        "every other column": (randn(4, 10)[..., ::2], randn(4, 5)),
-        "permuted": (randn(2, 3, 4, 5).permute(0, 2, 3, 1), randn(2, 4, 5, 3)),
-        "channels_last": (
-            randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
-            randn(2, 3, 4, 5),
-        ),
-        "float16": (
-            randn(5, 33, dtype=torch.float16),
-            randn(5, 33, dtype=torch.float16),
-        ),
-        "requires_grad": (
-            randn(3, 7, requires_grad=True),
-            randn(3, 7, requires_grad=True),
-        ),
-    }
-
+# With its autograd formula in place, ``opcheck`` tests the operator, and
+# the backward operator too, on the samples from above. On the CPU it
+# compares the CPU kernel with the traced body.
 
 for device in devices:
-    samples = opcheck_samples(device)
-    for gate, up in samples.values():
+    for gate, up in samples(device).values():
         torch.library.opcheck(silu_mul, (gate, up))
         grad_out = torch.randn(gate.shape, device=device, dtype=gate.dtype)
         backward_args = (grad_out, gate.detach(), up.detach())
         torch.library.opcheck(silu_mul_backward, backward_args)
-    print(f"{device}: opcheck passed for both operators on: {', '.join(samples)}")
+    print(
+        f"{device}: opcheck passed for both operators on: {', '.join(samples(device))}"
+    )
 
 # %%
 # Counting FLOPs
 # --------------
 #
-# ``torch.utils.flop_counter.FlopCounterMode`` counts the floating-point
-# operations of the operators that run under it, from a formula per
-# operator. It ships formulas for matrix products, convolutions and
-# attention; for our operators we register our own with
-# ``register_flop_formula``. A formula
-# receives the *shapes* of the tensor arguments (and ``out_shape``). We count
-# each exponential, addition, subtraction, multiplication and division as
-# one operation, as the kernels compute them.
+# ``torch.utils.flop_counter.FlopCounterMode`` counts floating-point
+# operations from a formula per operator. PyTorch ships formulas for matrix
+# products, convolutions and attention; ``register_flop_formula`` adds ours.
+# A formula receives the *shapes* of the tensor arguments. We count each
+# exponential, addition, subtraction, multiplication and division as one, as
+# the kernels compute them.
 
 FORWARD_FLOPS_PER_ELEMENT = 5  # the sigmoid (exp, add, divide), two multiplies
 BACKWARD_FLOPS_PER_ELEMENT = 11  # the sigmoid again, 6 for grad_gate, 2 for grad_up
@@ -782,8 +706,8 @@ def silu_mul_backward_flops(grad_out_shape, gate_shape, up_shape, **kwargs):
 
 
 # %%
-# One training step under the counter: the forward and the backward operator
-# each report what their formula says, and nothing else is counted.
+# One training step under the counter: each operator reports what its
+# formula says, and nothing else is counted.
 
 for device in devices:
     gate = torch.randn(64, 96, device=device, requires_grad=True)
@@ -802,12 +726,10 @@ for device in devices:
 # Three ways to call a Triton kernel from a model
 # -----------------------------------------------
 #
-# A Triton kernel can reach a model in three ways: launched directly from the
-# model's code (a *bare* kernel), wrapped in a ``triton_op`` as above, or
-# hidden inside an ordinary ``custom_op``. Before ``triton_op`` existed,
-# ``custom_op`` was the way to make a Triton kernel an operator: launch the
-# kernel in the function and register a fake kernel. We build that version,
-# with the same CPU path and the same backward, to compare.
+# A model can launch a Triton kernel directly (a *bare* kernel), call a
+# ``triton_op``, or call a ``custom_op`` that launches the kernel in its
+# body, the way to make a Triton kernel an operator before ``triton_op``
+# existed. We build that last one, with the same CPU path and backward:
 
 
 @torch.library.custom_op("triton_ops::silu_mul_opaque", mutates_args=())
@@ -828,7 +750,7 @@ def _(gate, up):
 silu_mul_opaque.register_autograd(silu_mul_grad, setup_context=save_inputs)
 
 for device in devices:
-    for gate, up in sample_inputs(device):
+    for gate, up in samples(device).values():
         torch.testing.assert_close(silu_mul_opaque(gate, up), silu_mul_torch(gate, up))
         torch.library.opcheck(silu_mul_opaque, (gate, up))
 print(f"triton_ops::silu_mul_opaque matches the reference, opcheck passed on {devices}")
@@ -857,23 +779,23 @@ VARIANTS = {
 }
 
 # %%
-# ``torch.compile`` works in stages. Dynamo captures the Python function as a
-# graph of operator calls. AOTAutograd traces that graph again, adds the
-# backward if needed and removes mutation, producing the graph a backend such
-# as Inductor turns into code. The backend below records both graphs (and the
-# backward's) and then simply runs them, like ``aot_eager``.
+# ``torch.compile`` works in stages: Dynamo captures the Python function as
+# a graph of operator calls; AOTAutograd traces that graph again, adds the
+# backward and removes mutation; a backend such as Inductor turns the result
+# into code. The backend below records the three graphs and runs them. It is
+# built with ``aot_autograd``, the helper PyTorch's ``aot_eager`` backend is
+# made from; it lives in a private module, as no public API returns the
+# graphs AOTAutograd produces.
 #
-# For each variant we then ask: does it compile with ``fullgraph=True``, what
-# do Dynamo and AOTAutograd record, does a compiled training step give the
-# reference gradients, and what does ``torch.export`` make of it? Each cell
-# is computed by running it. A bare kernel only becomes visible to Dynamo
-# when Triton can compile for a GPU (without one, Dynamo steps into Triton's
-# launcher as plain Python), so without a GPU that row is not run.
+# For each variant we ask: does it compile with ``fullgraph=True``, what do
+# Dynamo and AOTAutograd record, does a compiled training step give the
+# reference gradients, and what does ``torch.export`` keep? Dynamo sees a
+# bare kernel only when Triton compiles for a GPU, so without one that row is
+# not run.
 
-if HAS_TRITON and not torch.cuda.is_available():
-    NOT_RUN = "needs a GPU; not run here"
-else:
-    NOT_RUN = "needs Triton compiling for a GPU; not run here"
+from torch._dynamo.backends.common import aot_autograd
+
+NOT_RUN = "needs a GPU; not run here"
 
 
 def call_targets(graph_module):
@@ -918,10 +840,6 @@ class Scaled(torch.nn.Module):
         return self.fn(gate, up)
 
 
-def first_line(err):
-    return f"{type(err).__name__}: {str(err).strip().splitlines()[0][:100]}"
-
-
 def compare(label, fn, device):
     """One row of the table: what compiling, training and exporting fn gave."""
     if label.startswith("bare") and KERNELS_RUN_ON != "gpu":
@@ -936,7 +854,7 @@ def compare(label, fn, device):
         row["Dynamo graph"] = ", ".join(graphs["Dynamo"])
         row["AOTAutograd graph"] = ", ".join(graphs["AOTAutograd"])
     except Exception as err:  # record what happened, whatever it is
-        errors["compile"] = first_line(err)
+        errors["compile"] = first_line(err, 100)
         row["fullgraph=True"] = "fails"
         row["Dynamo graph"] = row["AOTAutograd graph"] = "-"
     gate.requires_grad_()
@@ -950,13 +868,13 @@ def compare(label, fn, device):
         row["compiled training"] = "trains"
         row["backward graph"] = ", ".join(graphs["backward"])
     except Exception as err:
-        errors["training"] = first_line(err)
+        errors["training"] = first_line(err, 100)
         row["compiled training"] = "does not train"
     try:
         exported = torch.export.export(Scaled(fn), (gate.detach(), up.detach()))
         row["torch.export"] = "keeps " + ", ".join(call_targets(exported.graph_module))
     except Exception as err:
-        errors["export"] = first_line(err)
+        errors["export"] = first_line(err, 100)
         row["torch.export"] = "fails"
     return row, errors
 
@@ -987,22 +905,21 @@ for label, row in table.items():
         print(f"  {'backward graph':<19}{backward_graphs[label]}")
 
 # %%
-# What the table shows (the checks below assert each point on the rows that
+# What the table shows (the cell below asserts each point on the rows that
 # ran here):
 #
-# * The ``triton_op`` and the ``custom_op`` both compile as one graph, and
-#   Dynamo records both the same way: one call to the operator, then the
-#   multiplication.
-# * AOTAutograd keeps the ``custom_op`` as a single call that no backend can
-#   look into. It replaces the ``triton_op`` by its body: on a GPU the Triton
+# * Both operators compile as one graph, in which Dynamo records one call to
+#   the operator, then the multiplication.
+# * AOTAutograd keeps the ``custom_op`` as one call that no backend can look
+#   into, and replaces the ``triton_op`` by its body: on a GPU the Triton
 #   kernel itself, as a ``triton_kernel_wrapper_functional`` call; on a CPU
-#   the PyTorch operations of the body's other branch.
-# * Both operators train, through the same backward operator. That one is a
-#   ``triton_op``, so both backward graphs contain its body, not a call to
-#   it: whether the compiler sees a kernel is decided operator by operator.
+#   the body's PyTorch operations.
+# * Both train, through the same backward operator, a ``triton_op`` whose
+#   body appears in both backward graphs: whether the compiler sees a kernel
+#   is decided operator by operator.
 # * ``torch.export`` keeps both operators as single calls (see below).
 # * A bare kernel has no autograd formula, so a compiled training step has
-#   nothing to differentiate through. On a GPU Dynamo records it as
+#   nothing to differentiate through. On a GPU, Dynamo records it as
 #   ``triton_kernel_wrapper_mutation``, a launch that writes into its output
 #   argument, which AOTAutograd turns into the functional form.
 
@@ -1039,6 +956,8 @@ print("asserted: the triton_op was traced into, the custom_op was not")
 # to the backend hides the kernel in an opaque call, red where something
 # fails, grey where this machine could not run the cell.
 
+# sphinx_gallery_start_ignore
+from matplotlib.patches import Rectangle
 
 CELL_COLOURS = {
     "works": "#cdebd3",
@@ -1101,34 +1020,20 @@ def draw_table(table, title):
     plt.show()
 
 
+# sphinx_gallery_end_ignore
+
 draw_table(table, f"What compiling and exporting each variant gave (on {compare_on})")
 
 # %%
 # Where the kernel ends up: Inductor's code
 # -----------------------------------------
 #
-# On a GPU, what Inductor does with a ``triton_op``'s kernel can be read in
-# the code it generates. It emits our kernel's source as written, as a kernel
-# of its own, and launches it; the ``* 2.0`` around it becomes a separate
-# kernel that Inductor generates. It does not, by default, fuse neighbouring
-# operations into a user's kernel. (Since PyTorch 2.12 an opt-in Inductor
-# setting, ``epilogue_fusion_user_defined_triton_kernel``, can fold a
-# pointwise epilogue into a user kernel that stores once; it is off unless
-# you turn it on.) The ``custom_op``'s code has no Triton source of ours at
-# all, only a call to the operator.
-#
-# Inductor's settings live in the private module ``torch._inductor.config``,
-# which is nonetheless how its documentation tells you to change them.
-# ``run_and_get_code`` returns the generated code; it is a private helper
-# from PyTorch's own tests, and no public API returns the code as a string.
-
-from torch._inductor import config as inductor_config
-
-if hasattr(inductor_config, "epilogue_fusion_user_defined_triton_kernel"):
-    assert inductor_config.epilogue_fusion_user_defined_triton_kernel is False
-    print("this release has the opt-in epilogue fusion setting, and it is off")
-else:
-    print("this release has no epilogue fusion for user kernels")
+# On a GPU, Inductor's generated code shows what becomes of a ``triton_op``'s
+# kernel: its source, emitted as written and launched as a kernel of its
+# own, while the ``* 2.0`` becomes a separate kernel that Inductor
+# generates. The ``custom_op``'s code holds no Triton source of ours, only a
+# call to the operator. ``run_and_get_code`` returns that code; it is a
+# private helper from PyTorch's own tests, as no public API returns it.
 
 if KERNELS_RUN_ON == "gpu":
     from torch._inductor.utils import run_and_get_code
@@ -1157,9 +1062,8 @@ else:
 # -----------------------------------
 #
 # Exporting differs from compiling on purpose: ``torch.export`` keeps a
-# ``triton_op`` as one call to the named operator, like any custom operator,
-# so the exported program stays at the level of operators instead of
-# embedding Triton code that depends on one GPU and one Triton version. On
+# ``triton_op`` as one call to the named operator, so the exported program
+# does not embed Triton code tied to one GPU and one Triton version. On
 # every device present:
 
 for device in devices:
@@ -1176,16 +1080,14 @@ for device in devices:
 # ----------
 #
 # Wrap Triton kernels with ``triton_op`` and launch them through
-# ``wrap_triton``: the operator then behaves like a built-in one in eager
+# ``wrap_triton``: the operator then works like a built-in one in eager
 # mode, in autograd, under ``FlopCounterMode`` and in ``torch.export``,
-# while ``torch.compile`` sees and launches the kernel itself rather than an
-# opaque call. Two rules follow from the compiler tracing the body: the body
-# may contain only PyTorch operations and wrapped Triton kernels, and it must
-# have a traceable path for every device you compile for. A kernel
-# registered with ``register_kernel`` serves eager calls only. Write the
+# while ``torch.compile`` sees the kernel itself rather than an opaque call.
+# Because the compiler traces the body, the body may hold only PyTorch
+# operations and wrapped kernels, with a traceable path for every device you
+# compile for; ``register_kernel`` serves eager calls only. Write the
 # backward as a ``triton_op`` too, and test everything with ``opcheck`` and
-# ``gradcheck``: on a GPU if you have one, and in Triton's interpreter if you
-# do not.
+# ``gradcheck``: on a GPU if you have one, in Triton's interpreter if not.
 #
 # Related pages:
 #
