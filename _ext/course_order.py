@@ -20,6 +20,9 @@ COURSE = {
     "mutable_custom_ops.py": (
         "Operators that write into buffers or update tensors in place."
     ),
+    "custom_op_side_effects.py": (
+        "Operators that log, write or send: keep every call, in order, when compiled."
+    ),
     "custom_op_registrations.py": (
         "Gradients, per-device kernels, vmap, autocast and dispatch rules."
     ),
@@ -40,6 +43,9 @@ COURSE = {
     ),
     "cpp_custom_ops.py": (
         "Write the kernel in C++; add its fake kernel and gradient from Python."
+    ),
+    "custom_op_objects.py": (
+        "Operators that take a stateful object, a C++ class or a Python one."
     ),
     "cpp_extension_packaging.py": (
         "Ship a C++ operator as a wheel that loads in the right order, abi3 too."

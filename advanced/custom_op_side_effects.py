@@ -1,0 +1,372 @@
+"""
+Operators With Side Effects
+===========================
+
+After this page you will be able to write an operator whose job is a side
+effect, such as logging a statistic, writing a file or sending a message, and
+keep every call of it, in order, when ``torch.compile`` or ``torch.export``
+runs your code. You will watch the calls disappear without a declaration,
+declare the effect, and check what the log received, not only what the graph
+says.
+
+.. grid:: 2
+
+    .. grid-item-card:: :octicon:`mortar-board;1em;` What you will learn
+       :class-card: card-prerequisites
+
+       * Why the compiler deletes an operator that returns nothing
+       * How ``register_effect(EffectType.ORDERED)`` keeps every call, in
+         order, and what an effect token is
+       * How to declare an effect on an operator not made with ``custom_op``
+       * Why a warm compile cache can hide a new declaration
+
+    .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
+       :class-card: card-prerequisites
+
+       * PyTorch 2.10 or later
+       * :ref:`sphx_glr_tutorials_python_custom_ops.py`
+
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Give the side effect an operator of its own: ``custom_op`` with
+      ``mutates_args=()``, returning ``None``, with a fake kernel that
+      returns ``None``.
+   #. Declare it right after defining it, before anything compiles:
+      ``op.register_effect(torch.library.EffectType.ORDERED)``.
+   #. Test the effect itself under ``torch.compile``: what the log or file
+      received, and in which order, against eager mode.
+   #. For an operator not made with ``custom_op`` (``Library.define``, C++),
+      use the private ``torch.library._register_effectful_op``.
+   #. After adding a declaration to code that has compiled before, clear the
+      compile cache once.
+"""
+
+# %%
+# Setting up
+# ----------
+#
+# The operators on this page record values from CPU tensors; nothing here
+# depends on the device.
+
+import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 10):
+    sys.exit(f"This page needs PyTorch 2.10 or later; this is {torch.__version__}.")
+
+import itertools
+import operator
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from torch.library import EffectType
+
+torch.manual_seed(0)
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
+devices = ["cpu"]
+print(f"PyTorch {torch.__version__}; devices exercised: {devices} (operators only log)")
+
+# %%
+# An operator that only has an effect
+# -----------------------------------
+#
+# A model that reports statistics of its activations while it runs, for a
+# dashboard or to catch a divergence early, needs an operator that looks at a
+# tensor and writes somewhere. ``record`` appends a tag and the tensor's mean
+# and largest magnitude to ``journal``, a Python list standing in for a log,
+# and returns nothing. As a custom operator it keeps ``.item()`` and the
+# list out of the traced code, which
+# :ref:`sphx_glr_tutorials_python_custom_ops.py` shows breaking the graph.
+
+journal = []
+
+
+@torch.library.custom_op("effects_ops::record", mutates_args=())
+def record(x: torch.Tensor, tag: str) -> None:
+    journal.append((tag, round(x.mean().item(), 4), round(x.abs().max().item(), 4)))
+
+
+@record.register_fake
+def _(x, tag):
+    return None
+
+
+layer = torch.nn.Linear(6, 6)
+
+
+def monitored_forward(x):
+    record(x, "input")
+    hidden = torch.relu(layer(x))
+    record(hidden, "hidden")
+    out = layer(hidden).tanh()
+    record(out, "output")
+    return out
+
+
+def run_and_read_journal(function, x):
+    """Call ``function`` and return the output and what ``journal`` received."""
+    journal.clear()
+    with torch.no_grad():
+        out = function(x)
+    return out, list(journal)
+
+
+sample = torch.randn(4, 6)
+expected_out, expected_journal = run_and_read_journal(monitored_forward, sample)
+for entry in expected_journal:
+    print(entry)
+assert [tag for tag, *_ in expected_journal] == ["input", "hidden", "output"]
+
+# %%
+# In eager mode every call runs where the code says: three entries, in order.
+#
+# Compiling without a declaration
+# -------------------------------
+#
+# Now compile the same function, with ``aot_eager`` (PyTorch's tracing
+# without code generation) and with the default Inductor backend:
+
+journals = {"eager": expected_journal}
+for backend in ("aot_eager", "inductor"):
+    torch.compiler.reset()
+    compiled = torch.compile(monitored_forward, backend=backend, fullgraph=True)
+    out, journals[f"{backend}, undeclared"] = run_and_read_journal(compiled, sample)
+    torch.testing.assert_close(out, expected_out)
+    received = journals[f"{backend}, undeclared"]
+    print(f"{backend}: output matches eager; the journal received {received}")
+    assert received == []
+
+# %%
+# The outputs are right and the journal is empty. Nothing failed and nothing
+# warned: the three calls were deleted. The schema says why:
+
+schema = torch.ops.effects_ops.record.default._schema
+print(schema)
+assert schema.returns == [] and not schema.is_mutable
+
+# %%
+# The operator returns nothing (``-> ()``) and mutates none of its arguments
+# (no ``Tensor(a!)``). To the compiler, a call like that computes nothing
+# that anyone reads, so it is dead code and goes. An operator with an effect
+# that the schema cannot express must say so.
+#
+# Declaring the effect
+# --------------------
+#
+# ``register_effect`` (a method of the object ``custom_op`` returns) takes
+# an ``EffectType``, which ``torch.library`` exports. ``ORDERED``, its only
+# member, means: keep every call, and keep all such calls in program order.
+# Both exist from PyTorch 2.10, this page's floor. Declare the effect before
+# the first compile, next to the definition.
+
+print(f"EffectType members: {[member.name for member in EffectType]}")
+assert [member.name for member in EffectType] == ["ORDERED"]
+record.register_effect(EffectType.ORDERED)
+
+torch.compiler.reset()
+compiled = torch.compile(monitored_forward, backend="aot_eager", fullgraph=True)
+for _call in range(2):
+    out, journals["aot_eager, declared"] = run_and_read_journal(compiled, sample)
+    torch.testing.assert_close(out, expected_out)
+    assert journals["aot_eager, declared"] == expected_journal
+print(f"aot_eager, declared: the journal got {len(expected_journal)} entries per call")
+
+# %%
+# Each compiled call now leaves the same three entries as eager mode, with
+# the same values, in the same order.
+#
+# How the order is kept: effect tokens
+# ------------------------------------
+#
+# The declaration changes how the call is traced. Each effectful call takes a
+# *token*, a placeholder value, and returns a new one, which the next
+# effectful call takes. That data dependency is what keeps every call, and in
+# order. ``torch.export`` shows the tokens once the program is decomposed to
+# the core ATen operators:
+
+
+class MonitoredModel(torch.nn.Module):
+    def forward(self, x):
+        return monitored_forward(x)
+
+
+exported = torch.export.export(MonitoredModel(), (sample,))
+_, journals["exported, declared"] = run_and_read_journal(exported.module(), sample)
+assert journals["exported, declared"] == expected_journal
+decomposed = exported.run_decompositions()
+effect_calls = [
+    n for n in decomposed.graph.nodes if n.target is torch.ops.higher_order.with_effects
+]
+for node in effect_calls:
+    print(node.format_node())
+assert len(effect_calls) == 3 and effect_calls[0].args[0].op == "placeholder"
+for previous, node in itertools.pairwise(effect_calls):
+    token = node.args[0]
+    assert token.target is operator.getitem and token.args[0] is previous
+program_outputs = next(n for n in decomposed.graph.nodes if n.op == "output").args[0]
+assert program_outputs[0].args[0] is effect_calls[-1]
+
+# %%
+# The first ``with_effects`` takes the token that enters the program as an
+# input; each later one takes the token its predecessor returned, and the
+# last token leaves the program as an extra output. The exported program,
+# run as a module, filled the journal as eager mode did.
+#
+# Inductor, and a cache that remembers
+# ------------------------------------
+#
+# Run the declared operator under Inductor, as above:
+
+torch.compiler.reset()
+compiled = torch.compile(monitored_forward, fullgraph=True)
+out, journals["inductor, declared, warm cache"] = run_and_read_journal(compiled, sample)
+torch.testing.assert_close(out, expected_out)
+received = journals["inductor, declared, warm cache"]
+print(f"inductor after declaring: the journal received {received}")
+
+# %%
+# Inductor and AOTAutograd cache compiled programs, on disk as well as in
+# memory (``torch.compiler.reset()`` clears only the latter). The key of the
+# AOTAutograd cache is computed from the captured graph, and that graph is
+# the same with or without the declaration. So when the AOTAutograd cache is
+# on, this compile found the program compiled earlier
+# without the declaration, and used it: the journal stayed empty. Turn the
+# cache off for one compile, and the declaration takes effect:
+
+import torch._functorch.config as functorch_config  # private: the cache switch
+import torch._inductor.config as inductor_config
+
+aot_cache_on = (
+    functorch_config.enable_autograd_cache
+    and inductor_config.fx_graph_cache
+    and not inductor_config.force_disable_caches
+)
+print(f"AOTAutograd cache on: {aot_cache_on}")
+assert (journals["inductor, declared, warm cache"] == []) == aot_cache_on
+
+torch.compiler.reset()
+with functorch_config.patch(enable_autograd_cache=False):
+    compiled = torch.compile(monitored_forward, fullgraph=True)
+    out, journals["inductor, declared, no cache"] = run_and_read_journal(
+        compiled, sample
+    )
+torch.testing.assert_close(out, expected_out)
+assert journals["inductor, declared, no cache"] == expected_journal
+print("inductor without the AOTAutograd cache: the journal matches eager")
+
+# %%
+# In a real project the stale program sits in the cache folder
+# (``TORCHINDUCTOR_CACHE_DIR``) that your earlier runs filled. After adding a
+# declaration to an operator that has compiled before, delete that folder
+# once, or run once with ``TORCHINDUCTOR_AUTOGRAD_CACHE=0``. A declaration
+# made next to the definition, before the first compile, never meets a stale
+# entry.
+#
+# Operators not made with ``custom_op``
+# -------------------------------------
+#
+# ``register_effect`` is a method of ``CustomOpDef``. An operator defined
+# with ``torch.library.define`` or in C++ with ``TORCH_LIBRARY`` has no such
+# object; for those, the only route is the private function
+# ``torch.library._register_effectful_op``, which takes the qualified name.
+# Here a second operator appends a line to a file, and notes the write in the
+# journal so that we can check its order against ``record``:
+
+log_file = Path(tempfile.mkdtemp()) / "sent.txt"
+torch.library.define("effects_ops::send_line", "(Tensor x, str path) -> ()")
+
+
+@torch.library.impl("effects_ops::send_line", "CompositeExplicitAutograd")
+def send_line(x, path):
+    with open(path, "a") as file:
+        file.write(f"{x.sum().item():.4f}\n")
+    journal.append(("sent", round(x.sum().item(), 4), None))
+
+
+@torch.library.register_fake("effects_ops::send_line")
+def _(x, path):
+    return None
+
+
+torch.library._register_effectful_op("effects_ops::send_line", EffectType.ORDERED)
+
+
+def monitored_and_sent(x):
+    out = monitored_forward(x)
+    torch.ops.effects_ops.send_line(out, str(log_file))
+    record(out * 2, "after send")
+    return out
+
+
+_, expected_mixed = run_and_read_journal(monitored_and_sent, sample)
+expected_file = log_file.read_text()
+log_file.unlink()
+torch.compiler.reset()
+compiled = torch.compile(monitored_and_sent, backend="aot_eager", fullgraph=True)
+_, mixed = run_and_read_journal(compiled, sample)
+print([tag for tag, *_ in mixed])
+assert mixed == expected_mixed and log_file.read_text() == expected_file
+
+# %%
+# The file received the same line, and the journal shows the write between
+# the third and fourth ``record`` calls, where the code put it: all
+# ``ORDERED`` operators share one chain of tokens. For operators built with
+# the LibTorch stable ABI, a tag that would declare the effect from C++ has
+# been proposed (pytorch/pytorch#189309); this release has none:
+
+print(f"torch.Tag has a side-effect tag: {hasattr(torch.Tag, 'has_side_effects')}")
+assert not hasattr(torch.Tag, "has_side_effects")
+
+# %%
+# What the journal received
+# -------------------------
+#
+# The figure puts the journals of this page's runs side by side: one row per
+# run, one marker per entry, in the order the entries arrived.
+
+rows = list(journals.items())
+tag_colors = {"input": "#1c7ed6", "hidden": "#f59f00", "output": "#2f9e44"}
+fig, ax = plt.subplots(figsize=(6.6, 0.42 * len(rows) + 1.2), layout="constrained")
+for row, (_run, entries) in enumerate(rows):
+    for position, (tag, *_values) in enumerate(entries):
+        ax.scatter(position, row, s=220, color=tag_colors[tag], zorder=2)
+    if not entries:
+        ax.text(1, row, "nothing received", va="center", ha="center", color="#c92a2a")
+for tag, color in tag_colors.items():
+    ax.scatter([], [], s=80, color=color, label=f"tag {tag!r}")
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, frameon=False)
+ax.set_yticks(range(len(rows)), [name for name, _ in rows])
+ax.invert_yaxis()
+ax.set_xticks(range(3), ["1st entry", "2nd entry", "3rd entry"])
+ax.set_xlim(-0.5, 2.5)
+ax.grid(axis="x", color="0.9", zorder=1)
+ax.set_title("What the journal received, run by run")
+plt.show()
+
+# %%
+# Without the declaration both backends delivered nothing; with it, every
+# run delivered what eager mode did, except Inductor while its AOTAutograd
+# cache (when on) still held the undeclared program.
+#
+# Conclusion
+# ----------
+#
+# ``torch.compile`` and ``torch.export`` reason from the schema. An operator
+# that returns nothing and mutates nothing is, to them, a call without a
+# purpose, and it disappears without an error. ``register_effect`` with
+# ``EffectType.ORDERED`` tells them otherwise: every call stays, threaded on
+# a chain of effect tokens that fixes the order. Declare it next to the
+# definition, before anything compiles, and test the effect itself.
+#
+# Related pages:
+#
+# * :ref:`sphx_glr_tutorials_custom_op_objects.py`: operators on a C++ class
+#   get effect tokens automatically; those on a Python object need this
+#   page's declaration
+# * :ref:`sphx_glr_tutorials_mutable_custom_ops.py` when the side effect is
+#   a write into a tensor argument, which the schema can express
+# * :ref:`sphx_glr_tutorials_custom_ops_in_export.py` for saving and loading
+#   exported programs
