@@ -428,10 +428,9 @@ fig.suptitle(
 plt.show()
 
 # %%
-# The wrapper is only for ``torch.func`` code: keep calling the custom
-# operator directly elsewhere, where ``register_autograd`` and
-# ``register_vmap`` serve ``torch.autograd``, ``torch.vmap`` and
-# ``torch.compile``.
+# You need the wrapper only in ``torch.func`` code. Elsewhere, call the
+# custom operator directly: ``register_autograd`` and ``register_vmap``
+# serve ``torch.autograd`` and ``torch.vmap``, as the first checks showed.
 #
 # An operator without a fake kernel: ``draft_export``
 # ---------------------------------------------------
