@@ -38,6 +38,12 @@ COURSE = {
     "custom_ops_in_export.py": (
         "Export, save and reload a model that calls custom operators."
     ),
+    "custom_op_transforms.py": (
+        "torch.func on a custom operator, and draft_export's generated fake kernels."
+    ),
+    "custom_op_dtensor.py": (
+        "Run a custom operator on DTensors across processes with a sharding rule."
+    ),
     "custom_op_troubleshooting.py": (
         "The common mistakes, the errors they raise, and how to fix them."
     ),
