@@ -29,7 +29,7 @@ and read from the package itself what ties it to the machine that built it.
        :class-card: card-prerequisites
 
        * PyTorch 2.7 or later
-       * A C++ compiler, ``ninja`` and binutils (``nm``)
+       * A C++ compiler and binutils (``nm``)
        * :ref:`sphx_glr_tutorials_cpp_custom_ops.py`
        * :ref:`sphx_glr_tutorials_custom_ops_in_export.py`
 
@@ -99,8 +99,6 @@ compiler = os.environ.get("CXX", "c++")
 for tool in (compiler, "nm"):
     if shutil.which(tool) is None:
         sys.exit(f"This page needs {tool!r} on PATH.")
-if not cpp_extension.is_ninja_available():
-    sys.exit("This page builds its operator with load_inline, which needs ninja.")
 print(f"C++ compiler: {shutil.which(compiler)}")
 
 # %%
@@ -110,8 +108,13 @@ print(f"C++ compiler: {shutil.which(compiler)}")
 # The operator is the discounted cumulative sum of
 # :ref:`sphx_glr_tutorials_cpp_custom_ops.py`, in the namespace ``aoti_ops``:
 # along the last dimension, ``y[t] = decay * y[t - 1] + x[t]`` (from the end
-# with ``reverse=True``). ``load_inline`` compiles it into a plain shared
-# library, in a build folder that persists between runs.
+# with ``reverse=True``). We compile it with the C++ compiler straight
+# against the installed torch wheel, whose headers and libraries
+# ``cpp_extension.include_paths()`` and ``library_paths()`` locate, into a
+# plain shared library with no Python in it. ``build_cpp`` keeps each build
+# in a folder under ``$TORCH_EXTENSIONS_DIR`` named after a hash of its
+# inputs (the source, the command and the torch version), so a second run
+# reuses it.
 
 OPS_CPP = r"""
 #include <ATen/Parallel.h>
@@ -171,22 +174,34 @@ TORCH_LIBRARY_IMPL(aoti_ops, CPU, m) {
 cache_root = Path(
     os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
 )
-version_tag = f"py{sys.version_info[0]}{sys.version_info[1]}_torch{torch.__version__}"
-build_directory = cache_root / version_tag / "aoti_ops"
-build_directory.mkdir(parents=True, exist_ok=True)
-options = {}
-if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
-    options["no_implicit_headers"] = True  # our source includes what it needs
-start = time.perf_counter()
-library = cpp_extension.load_inline(
-    name="aoti_ops",
-    cpp_sources=[OPS_CPP],
-    extra_cflags=["-O2"],
-    build_directory=str(build_directory),
-    is_python_module=False,
-    **options,
-)
-print(f"operator library ready in {time.perf_counter() - start:.1f} s: {library}")
+torch_libraries = cpp_extension.library_paths()
+
+
+def build_cpp(name, source, flags):
+    """Compile ``source`` into ``name``, or reuse the build cached before."""
+    command = [compiler, "-std=c++20", "-O2", "-fPIC", "source.cpp", "-o", name]
+    command += [f"-I{folder}" for folder in cpp_extension.include_paths()]
+    command += [f"-L{folder}" for folder in torch_libraries]
+    command += [*flags, *(f"-Wl,-rpath,{folder}" for folder in torch_libraries)]
+    digest = hashlib.sha256("\0".join([source, *command, torch.__version__]).encode())
+    target = cache_root / f"{name}-{digest.hexdigest()[:16]}" / name
+    start = time.perf_counter()
+    action = "reused the cached"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as build:
+            (Path(build) / "source.cpp").write_text(source)
+            done = subprocess.run(command, cwd=build, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"building {name} failed:\n{done.stderr[-3000:]}")
+            os.replace(Path(build) / name, target)
+        action = "built"
+    print(f"{action} {name} in {time.perf_counter() - start:.1f} s: {target}")
+    return target
+
+
+library = build_cpp("libaoti_ops.so", OPS_CPP, ["-shared", "-ltorch_cpu", "-lc10"])
+torch.ops.load_library(str(library))
 discounted_cumsum = torch.ops.aoti_ops.discounted_cumsum.default
 
 # %%
@@ -552,37 +567,16 @@ int main(int argc, char** argv) {
 """
 
 # %%
-# We compile it with g++ against the headers and libraries of the installed
-# torch wheel, which ``cpp_extension.include_paths()`` and
-# ``library_paths()`` locate. ``--no-as-needed`` keeps ``libtorch.so`` linked
-# although the program calls nothing in it directly: it is what loads
-# libtorch's CUDA part on CUDA builds. Like the packages, the program is
-# cached under a hash of its inputs: the source, the command and the torch
-# version.
+# ``build_cpp`` compiles it like the operator, linked into an executable.
+# ``--no-as-needed`` keeps ``libtorch.so`` linked although the program calls
+# nothing in it directly: it is what loads libtorch's CUDA part on CUDA
+# builds.
 
-torch_libraries = cpp_extension.library_paths()
-program_source = "run_package.cpp"
-command = [compiler, "-std=c++20", "-O1", program_source, "-o", "run_package"]
-command += [f"-I{folder}" for folder in cpp_extension.include_paths()]
-command += [f"-L{folder}" for folder in torch_libraries]
-command += ["-Wl,--no-as-needed", "-ltorch", "-ltorch_cpu", "-lc10", "-ldl"]
-command += [f"-Wl,-rpath,{folder}" for folder in torch_libraries]
-
-digest = hashlib.sha256(
-    "\0".join([RUN_PACKAGE_CPP, *command, torch.__version__]).encode()
+program = build_cpp(
+    "run_package",
+    RUN_PACKAGE_CPP,
+    ["-Wl,--no-as-needed", "-ltorch", "-ltorch_cpu", "-lc10", "-ldl"],
 )
-program_folder = cache_root / f"run_package-{digest.hexdigest()[:16]}"
-program = program_folder / "run_package"
-start = time.perf_counter()
-if not program.exists():
-    program_folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=program_folder) as build:
-        (Path(build) / program_source).write_text(RUN_PACKAGE_CPP)
-        done = subprocess.run(command, cwd=build, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"building run_package failed:\n{done.stderr[-3000:]}")
-        os.replace(Path(build) / "run_package", program)
-print(f"run_package ready in {time.perf_counter() - start:.1f} s: {program}")
 
 # %%
 # ``run_program`` (hidden; plumbing) writes the input file, runs the program
@@ -749,25 +743,34 @@ torch.testing.assert_close(fixed_run.output[8:], skipped[8:])
 # were compiled for 8 rows and never reached the rest.
 #
 # The package can check its inputs, but only when the environment variable
-# ``AOTI_RUNTIME_CHECK_INPUTS`` is set to something other than ``0`` when
-# the package first runs (it is read once per process, so we set it for the
-# new process):
+# ``AOTI_RUNTIME_CHECK_INPUTS`` is set. The package's own C++ shows how it
+# reads the variable:
+
+reads_env = re.search(r".*env_var_value = getenv\(.*", wrapper_cpp)[0].strip()
+print(reads_env)
+assert '"AOTI_RUNTIME_CHECK_INPUTS"' in reads_env
+
+# %%
+# A ``static`` variable: read once, the first time the package runs, so it
+# must be set before that. We set it for the new process:
 
 checked_run = run_program(
     fixed_package, wide, libraries=[library], env={"AOTI_RUNTIME_CHECK_INPUTS": "1"}
 )
-print(checked_run.lines[-1])
+(reported,) = [line for line in checked_run.stderr.splitlines() if "unmatched" in line]
+print(f"exit status {checked_run.status}; {checked_run.lines[-1][:60]}...")
+print(f"standard error: {reported}")
 assert checked_run.status == 1
 assert checked_run.lines[-1].startswith("running the package failed")
-assert "expected: 8, but got: 16" in checked_run.lines[-1]
+assert "expected: 8, but got: 16" in reported
 dynamic_run = run_program(package, wide, libraries=[library])
 torch.testing.assert_close(dynamic_run.output, wide_expected)
 dynamic_error = (dynamic_run.output - wide_expected).abs().amax(dim=1)
 print("the dynamic package is right on 16 rows")
 
 # %%
-# With the checks on, the same call is an error naming the input and the
-# dimension. The dynamic package needs no check to be right. The figure puts
+# With the checks on, the same call fails, and the runtime reports the input
+# and the dimension. The dynamic package needs no check to be right. The figure puts
 # the two packages side by side.
 
 # sphinx_gallery_start_ignore
@@ -861,13 +864,16 @@ package_so_path = scratch / "package.so"
 package_so_path.write_bytes(package_so)
 for label, path in [("package", package_so_path), ("operator", library)]:
     needed = undefined_symbols(path)
-    pytorch_cpp = sorted(
+    pytorch_cpp = [
         s for s in needed if s.startswith(("_ZN3c10", "_ZN2at", "_ZN5torch"))
-    )
+    ]
     c_functions = sorted(s for s in needed if s.startswith("aoti_torch_"))
-    shortest = sorted(pytorch_cpp, key=len)[:2]
-    print(f"{label} library needs {len(pytorch_cpp)} C++ functions of PyTorch", end="")
-    print(f" {shortest} and {len(c_functions)} C functions {c_functions[:2]}")
+    python = [s for s in needed if s.startswith(("Py", "_Py"))]
+    print(f"{label} library needs: {len(python)} CPython functions, ", end="")
+    print(f"{len(pytorch_cpp)} C++ functions of PyTorch, e.g. ", end="")
+    print(f"{sorted(pytorch_cpp, key=len)[:1]}, {len(c_functions)} C functions", end="")
+    print(f" of libtorch, e.g. {c_functions[:2]}")
+    assert not python
     if label == "package":
         assert not pytorch_cpp and "aoti_torch_cpu_addmm_out" in c_functions
     else:
