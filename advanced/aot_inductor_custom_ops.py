@@ -78,6 +78,7 @@ import hashlib
 import inspect
 import logging
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -378,7 +379,7 @@ assert "aoti_ops.discounted_cumsum.default" in targets
 # ahead-of-time mode and writes the ``.pt2`` file. It takes a while even for
 # this tiny model, so ``compile_package`` keeps each package in a cache
 # under ``$TORCH_EXTENSIONS_DIR``. Its key is everything that decides the
-# compiled code: the PyTorch release, this machine's CPU instruction set (and
+# compiled code: the PyTorch release, this machine's CPU features (and
 # GPU), the graph with the shape and strides of every value in it (so a
 # changed fake kernel counts), the dynamic ranges, the weights, and the
 # source of the Python operators Inductor traces into. The helper is hidden
@@ -386,6 +387,15 @@ assert "aoti_ops.discounted_cumsum.default" in targets
 
 # sphinx_gallery_start_ignore
 package_cache = cache_root / "aoti_packages"
+
+
+def cpu_features():
+    """The CPU's instruction-set flags: -march=native compiles for exactly these."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        return re.search(r"^(?:flags|Features)\s*:(.*)$", cpuinfo, re.MULTILINE)[1]
+    except (OSError, TypeError):
+        return platform.machine()
 
 
 def describe_value(value):
@@ -397,7 +407,7 @@ def describe_value(value):
 def compile_package(exported, label, sources):
     """Compile and package ``exported``, or reuse the package built before."""
     start = time.perf_counter()
-    machine = [torch.__version__, torch.backends.cpu.get_cpu_capability()]
+    machine = [torch.__version__, platform.machine(), cpu_features()]
     if torch.cuda.is_available():
         machine.append(str(torch.cuda.get_device_capability()))
     graph = [
