@@ -64,8 +64,9 @@ without tracing or compiling anything.
 # Setting up
 # ----------
 #
-# The page compiles C++ three times: the operator's library, the model (that
-# is what AOTInductor does) and the program that runs the package.
+# The page compiles C++: the operator's library, the model (that is what
+# AOTInductor does) and a program that runs the package. Every build is
+# cached, so a second run of the page is quick.
 
 import sys
 
@@ -365,7 +366,7 @@ batch = torch.export.Dim("batch")
 exported = torch.export.export(model, (example,), dynamic_shapes={"x": {0: batch}})
 targets = [str(n.target) for n in exported.graph.nodes if n.op == "call_function"]
 print(targets)
-print(f"x: {exported.graph_signature.user_inputs} {exported.range_constraints}")
+print(f"range of the batch size: {exported.range_constraints}")
 assert "aoti_ops.discounted_cumsum.default" in targets
 
 # %%
@@ -465,28 +466,36 @@ print(deprecation)
 # Inductor compiled, the C++ it was compiled from, and a JSON list of the
 # calls the library makes by operator name. What happened to each operator?
 
-with zipfile.ZipFile(package) as archive:
-    members = {info.filename: info.file_size for info in archive.infolist()}
-    (wrapper,) = [n for n in members if n.endswith("wrapper.cpp")]
-    wrapper_cpp = archive.read(wrapper).decode()
-    (shared_library,) = [n for n in members if n.endswith(".so")]
-    package_so = archive.read(shared_library)
-    by_name = [
-        archive.read(name).decode()
-        for name in members
-        if name.endswith(".json") and "metadata" not in name
-    ]
+
+def read_package(package):
+    """The package's members, its C++ source and library, its calls by name."""
+    with zipfile.ZipFile(package) as archive:
+        members = {info.filename: info.file_size for info in archive.infolist()}
+        (source,) = [n for n in members if n.endswith("wrapper.cpp")]
+        (shared_library,) = [n for n in members if n.endswith(".so")]
+        calls = "".join(
+            archive.read(name).decode()
+            for name in members
+            if name.endswith(".json") and "metadata" not in name
+        )
+        return (
+            members,
+            archive.read(source).decode(),
+            archive.read(shared_library),
+            sorted(set(re.findall(r'"target": "([\w:.]+)"', calls))),
+        )
+
+
+members, wrapper_cpp, package_so, called_by_name = read_package(package)
 for name, size in members.items():
     print(f"{size:>10,d}  {name.split('/', 1)[-1]}")
-called_by_name = sorted(set(re.findall(r'"target": "([\w:.]+)"', "".join(by_name))))
 libtorch_calls = sorted(set(re.findall(r"aoti_torch_cpu_\w+", wrapper_cpp)))
-generated = sorted(set(re.findall(r"\bcpp_fused_\w+(?=\()", wrapper_cpp)))
+generated = set(re.findall(r"\bcpp_fused_\w+(?=\()", wrapper_cpp))
 print(f"called by name through the dispatcher: {called_by_name}")
 print(f"ATen kernels of libtorch called directly: {libtorch_calls}")
-print(f"kernels Inductor generated: {generated}")
+print(f"kernels Inductor generated: {len(generated)}")
 weights = model.linear.weight.detach().numpy().tobytes()
-print(f"the linear layer's weights are inside {Path(shared_library).name}: ", end="")
-print(weights in package_so)
+print(f"the linear layer's weights are in the shared library: {weights in package_so}")
 assert called_by_name == ["aoti_ops::discounted_cumsum"]
 assert "aoti_torch_cpu_addmm_out" in libtorch_calls and generated
 assert weights in package_so
@@ -496,8 +505,8 @@ assert weights in package_so
 #
 # * **Generated code.** Inductor traced into ``soft_clip`` (a ``triton_op``
 #   hands the compiler its body) and ``swish`` (a composite kernel decomposes
-#   into ATen operators), and fused them into the kernels listed. Neither
-#   name is left in the calls.
+#   into ATen operators), and fused them into the kernels it generated.
+#   Neither name is left in the calls.
 # * **libtorch's ATen kernels.** The linear layer is not generated code: it
 #   is a call to ``addmm`` in libtorch, through a C function
 #   (``aoti_torch_cpu_addmm_out``) that the package's library links against.
@@ -506,8 +515,8 @@ assert weights in package_so
 #   find an operator of that name, so the process running the package must
 #   have loaded our library.
 #
-# The weights are not a separate member: by default they are compiled into
-# the shared library.
+# The weights have no member of their own: by default they are compiled
+# into the shared library.
 #
 # A C++ program that runs the package
 # -----------------------------------
@@ -709,18 +718,21 @@ print("in a Python process that defines soft_sign, the package runs")
 
 # %%
 # So the line is not the language an operator is written in, but whether
-# the compiler can see through it. This run's evidence:
+# the compiler can see through it. This page's evidence, one row per
+# operator:
 
-rows = [
-    ("discounted_cumsum", "C++ TORCH_LIBRARY", "call by name", in_cpp.status),
-    ("soft_clip", "Python triton_op", "generated code", in_cpp.status),
-    ("swish", "Python composite", "generated code", in_cpp.status),
-    ("linear (addmm)", "ATen", "libtorch kernel", in_cpp.status),
-    ("soft_sign", "Python custom_op", "call by name", python_op_run.status),
+python_op_calls = read_package(package_with_python_op)[3]
+rows = [  # operator, written as, its package, did the C++ program run that package?
+    ("discounted_cumsum", "C++, TORCH_LIBRARY", called_by_name, in_cpp.status),
+    ("soft_clip", "Python, triton_op", called_by_name, in_cpp.status),
+    ("swish", "Python, composite", called_by_name, in_cpp.status),
+    ("soft_sign", "Python, custom_op", python_op_calls, python_op_run.status),
 ]
-print(f"{'operator':<19}{'written as':<19}{'in the package':<16}runs in C++")
-for name, kind, inside, status in rows:
-    print(f"{name:<19}{kind:<19}{inside:<16}{'yes' if status == 0 else 'no'}")
+print(f"{'operator':<19}{'written in':<20}{'in the package':<16}runs in C++")
+for name, kind, calls, status in rows:
+    inside = "call by name" if f"aoti_ops::{name}" in calls else "generated code"
+    print(f"{name:<19}{kind:<20}{inside:<16}{'yes' if status == 0 else 'no'}")
+assert [status == 0 for *_, status in rows] == [True, True, True, False]
 
 # %%
 # Shapes: a package that fails silently
@@ -741,16 +753,17 @@ print(f"standard error: {fixed_run.stderr.strip()[:110] or '(nothing)'}")
 fixed_error = (fixed_run.output - wide_expected).abs().amax(dim=1)
 print(f"largest error per row: {[round(e, 3) for e in fixed_error.tolist()]}")
 assert fixed_run.status == 0 and fixed_run.output.shape == wide_expected.shape
+assert "Error" not in fixed_run.stderr
 torch.testing.assert_close(fixed_run.output[:8], wide_expected[:8])
 torch.testing.assert_close(fixed_run.output[8:], skipped[8:])
 
 # %%
-# No error, exit status 0, an output of the right shape (the C++ runtime may
-# write a warning to standard error, which a service rarely reads). The
-# first 8 rows are right. Rows 8 to 15 are exactly the linear layer and our
-# operator *without* ``soft_clip`` and ``swish``: libtorch's ``addmm`` and our
-# kernel follow the tensors' real sizes, but the loops Inductor generated
-# were compiled for 8 rows and never reached the rest.
+# No error, exit status 0, an output of the right shape; the only trace is
+# the line on standard error printed above. The first 8 rows are right.
+# Rows 8 to 15 are exactly the linear layer and our operator *without*
+# ``soft_clip`` and ``swish``: libtorch's ``addmm`` and our kernel follow the
+# tensors' real sizes, but the loops Inductor generated were compiled for 8
+# rows and never reached the rest.
 #
 # The package can check its inputs, but only when the environment variable
 # ``AOTI_RUNTIME_CHECK_INPUTS`` is set. The package's own C++ shows how it
@@ -780,19 +793,19 @@ print("the dynamic package is right on 16 rows")
 
 # %%
 # With the checks on, the same call fails, and the runtime reports the input
-# and the dimension. The dynamic package needs no check to be right. The figure puts
-# the two packages side by side.
+# and the dimension. The dynamic package needs no check to be right. The
+# figure puts the two packages side by side.
 
 # sphinx_gallery_start_ignore
 fig, ax = plt.subplots(figsize=(7.2, 3.2), layout="constrained")
 positions = torch.arange(16)
-ax.bar(positions - 0.2, fixed_error, width=0.4, color="#c0392b", label="fixed (8, 16)")
-ax.bar(
-    positions + 0.2,
+ax.bar(positions, fixed_error, width=0.6, color="#c0392b", label="exported for (8, 16)")
+ax.plot(
+    positions,
     dynamic_error,
-    width=0.4,
+    "o",
     color="#2a7ab0",
-    label="dynamic batch (shown at 0)",
+    label="exported with a dynamic batch",
 )
 ax.axvspan(7.5, 15.6, color="0.92", zorder=0)
 ax.text(
@@ -848,12 +861,14 @@ flags = sorted(
 print(f"instruction-set flags: {flags}")
 assert metadata["AOTI_DEVICE_KEY"] == "cpu"
 assert ("AOTI_CPU_ISA" in metadata) == (RELEASE >= (2, 10))
+if RELEASE >= (2, 10):
+    assert metadata["AOTI_COMPUTE_CAPABILITY"] == ""
 assert "-march=native" in flags
 
 # %%
-# ``-march=native`` lets the compiler use every instruction this CPU has. A
-# CPU without them cannot run that code, so build the package on the oldest
-# CPU type you deploy to, or one like it.
+# ``-march=native`` lets the compiler use every instruction this CPU has, so
+# a CPU that lacks one of them is no safe target: build the package on the
+# oldest CPU type you deploy to.
 #
 # Which PyTorch can run it is decided by what its shared library asks of
 # libtorch, and so for the operator's library. ``nm`` lists the undefined
@@ -879,10 +894,11 @@ for label, path in [("package", package_so_path), ("operator", library)]:
     ]
     c_functions = sorted(s for s in needed if s.startswith("aoti_torch_"))
     python = [s for s in needed if s.startswith(("Py", "_Py"))]
-    print(f"{label} library needs: {len(python)} CPython functions, ", end="")
-    print(f"{len(pytorch_cpp)} C++ functions of PyTorch, e.g. ", end="")
-    print(f"{sorted(pytorch_cpp, key=len)[:1]}, {len(c_functions)} C functions", end="")
-    print(f" of libtorch, e.g. {c_functions[:2]}")
+    print(
+        f"{label} library: {len(python)} CPython functions, {len(pytorch_cpp)} C++"
+        f" functions of PyTorch, {len(c_functions)} C functions of libtorch, e.g."
+        f" {(sorted(pytorch_cpp, key=len) + c_functions)[:2]}"
+    )
     assert not python
     if label == "package":
         assert not pytorch_cpp and "aoti_torch_cpu_addmm_out" in c_functions
@@ -891,11 +907,10 @@ for label, path in [("package", package_so_path), ("operator", library)]:
 
 # %%
 # The package's library needs nothing of PyTorch's C++ API: only
-# ``aoti_torch_...`` C functions, the same kind of interface the stable ABI
-# is built on. Our operator's library needs C++ functions of c10 and ATen,
-# which change between releases: it runs only with the PyTorch it was built
-# against. Build both with the PyTorch release you deploy, or rewrite the
-# operator against the stable ABI.
+# ``aoti_torch_...`` C functions, the kind of interface the stable ABI is
+# built on. Our operator's library needs C++ functions of c10 and ATen,
+# which PyTorch does not keep stable between releases. Build both with the
+# PyTorch release you deploy, or write the operator against the stable ABI.
 #
 # On a GPU
 # --------
