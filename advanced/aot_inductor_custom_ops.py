@@ -383,10 +383,8 @@ assert "aoti_ops.discounted_cumsum.default" in targets
 # compiled code: the PyTorch release, this machine's CPU features (and
 # GPU), the graph with the shape and strides of every value in it (so a
 # changed fake kernel counts), the dynamic ranges, the weights, and the
-# source of the Python operators Inductor traces into. The helper is hidden
-# on this page; the download has it.
+# source of the Python operators Inductor traces into.
 
-# sphinx_gallery_start_ignore
 package_cache = cache_root / "aoti_packages"
 
 
@@ -433,7 +431,9 @@ def compile_package(exported, label, sources):
     return package
 
 
-# sphinx_gallery_end_ignore
+# %%
+# We compile the exported model:
+
 traced_sources = [inspect.getsource(f) for f in (soft_clip_body, swish_body)]
 package = compile_package(exported, "smoother", traced_sources)
 
@@ -598,11 +598,10 @@ program = build_cpp(
 )
 
 # %%
-# ``run_program`` (hidden; plumbing) writes the input file, runs the program
-# in a new process with the environment we give it, and reads back what it
+# ``run_program`` is plumbing: it writes the input file, runs the program in
+# a new process with the environment we give it, and reads back what it
 # printed, its exit status and its output.
 
-# sphinx_gallery_start_ignore
 scratch = Path(tempfile.mkdtemp(prefix="aoti-ops-"))
 
 
@@ -642,7 +641,9 @@ def run_program(package, x, libraries=(), env=None):
     return Run(done, output_file)
 
 
-# sphinx_gallery_end_ignore
+# %%
+# Now the program runs the package on a batch of 5 rows, with our library:
+
 x = torch.randn(5, 16)
 with torch.no_grad():
     expected = model(x)
@@ -654,8 +655,8 @@ torch.testing.assert_close(in_cpp.output, in_python)
 print("the C++ program's output matches the eager model and aoti_load_package")
 
 # %%
-# The C++ program ran the package on a batch of 5 rows, although it was
-# exported with 8: the batch is dynamic. Its output equals the eager model's
+# The package ran on 5 rows, although it was exported with 8: the batch is
+# dynamic. Its output equals the eager model's
 # and that of ``aoti_load_package`` in this process. Everything in the model
 # ran without Python: the C++ operator, the linear layer, and the two Python
 # operators that became generated code. The first lines are the metadata
@@ -796,7 +797,6 @@ print("the dynamic package is right on 16 rows")
 # and the dimension. The dynamic package needs no check to be right. The
 # figure puts the two packages side by side.
 
-# sphinx_gallery_start_ignore
 fig, ax = plt.subplots(figsize=(7.2, 3.2), layout="constrained")
 positions = torch.arange(16)
 ax.bar(positions, fixed_error, width=0.6, color="#c0392b", label="exported for (8, 16)")
@@ -820,7 +820,6 @@ ax.set_title(
 )
 ax.legend(loc="center left")
 plt.show()
-# sphinx_gallery_end_ignore
 
 # %%
 # Input shapes are not the only thing those checks cover. Inductor also
