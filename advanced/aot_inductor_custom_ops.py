@@ -313,6 +313,10 @@ soft_clip = torch.library.triton_op(
     "aoti_ops::soft_clip", soft_clip_body, mutates_args=()
 )
 
+# %%
+# The other two need no GPU code. Then a check of all three against PyTorch,
+# on every device this machine has:
+
 
 def swish_body(x):
     return x * torch.sigmoid(x)
