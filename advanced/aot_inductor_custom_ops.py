@@ -519,8 +519,8 @@ assert weights in package_so
 #   find an operator of that name, so the process running the package must
 #   have loaded our library.
 #
-# The weights have no member of their own: by default they are compiled
-# into the shared library.
+# The weights have no member of their own: they are compiled into the
+# shared library.
 #
 # A C++ program that runs the package
 # -----------------------------------
@@ -826,11 +826,10 @@ ax.legend(loc="center left")
 plt.show()
 
 # %%
-# Input shapes are not the only thing those checks cover. Inductor also
-# trusts the fake kernel's promise about the *output* of an opaque operator
-# (its sizes and strides, :ref:`sphx_glr_tutorials_operator_signatures.py`),
-# and a broken promise corrupts results the same silent way. Does the package
-# check our operator's output?
+# Input shapes are not the only promise a package relies on. The code after
+# an opaque operator assumes the output the fake kernel described: its sizes
+# and strides (:ref:`sphx_glr_tutorials_operator_signatures.py`). Does the
+# package check our operator's output?
 
 output_checks = re.findall(
     r".*assert_size_stride\(\w+,.*aoti_ops\.discounted_cumsum.*", wrapper_cpp
@@ -941,6 +940,11 @@ if torch.cuda.is_available():
     with torch.no_grad():
         torch.testing.assert_close(gpu_run.output, gpu_model(x.cuda()).cpu())
     assert gpu_run.metadata["AOTI_DEVICE_KEY"] == "cuda"
+    triton_kernels = re.findall(
+        r"\bsoft_clip_kernel_\d+\b", read_package(gpu_package)[1]
+    )
+    print(f"our Triton kernel in the package: {sorted(set(triton_kernels))}")
+    assert triton_kernels
     major, minor = torch.cuda.get_device_capability()
     if RELEASE >= (2, 10):
         assert gpu_run.metadata["AOTI_COMPUTE_CAPABILITY"] == str(major * 10 + minor)
@@ -949,9 +953,10 @@ else:
     print("skipped: the CUDA package (no GPU on this machine)")
 
 # %%
-# On a GPU the metadata names the compute capability the package's kernels
-# were compiled for (since 2.10; ``AOTI_COMPUTE_CAPABILITY``): build the
-# package on the GPU type you deploy to.
+# On a GPU, the package's C++ launches our Triton kernel, compiled ahead of
+# time like Inductor's own kernels, and the metadata names the compute
+# capability they were compiled for (since 2.10; ``AOTI_COMPUTE_CAPABILITY``):
+# build the package on the GPU type you deploy to.
 #
 # Conclusion
 # ----------
