@@ -809,6 +809,7 @@ ax.plot(
     dynamic_error,
     "o",
     color="#2a7ab0",
+    zorder=3,
     label="exported with a dynamic batch",
 )
 ax.axvspan(7.5, 15.6, color="0.92", zorder=0)
