@@ -2,63 +2,71 @@
 Custom Operators in AOTInductor Packages
 ========================================
 
-After this page you will be able to compile a model that calls a C++ custom
-operator ahead of time with AOTInductor, package it as a ``.pt2`` file, and
-run that package in a fresh process that loads nothing but the operator's
-shared library. You will also see what becomes of an operator written in
-Python on the same trip, and why.
+After this page you will be able to compile a model that calls custom
+operators ahead of time with AOTInductor, run the package from a C++ program
+that has no Python in it, and make that deployment fail loudly instead of
+silently. You will see which kinds of custom operator such a program can run,
+and read from the package itself what ties it to the machine that built it.
 
 .. grid:: 2
 
     .. grid-item-card:: :octicon:`mortar-board;1em;` What you will learn
        :class-card: card-prerequisites
 
-       * How to compile and package an exported program with
+       * How to export with dynamic dimensions and package the result with
          ``torch._inductor.aoti_compile_and_package``
-       * Where a custom operator ends up in the package, and what the process
-         that runs it must load first
-       * Why a Python custom operator cannot run without Python, and what
-         happens when a packaged model calls one
+       * How a C++ program runs the package with
+         ``torch::inductor::AOTIModelPackageLoader``, and what it must load
+         first
+       * Which custom operators run without Python: C++ operators,
+         ``triton_op`` and compositions of ATen operators, but not
+         ``custom_op``
+       * Why a fixed-shape package returns wrong results silently, and how
+         ``AOTI_RUNTIME_CHECK_INPUTS=1`` turns that into an error
+       * What ties a package to its CPU, GPU and PyTorch release
 
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
        * PyTorch 2.7 or later
-       * A C++ compiler and ``ninja``
+       * A C++ compiler and binutils (``nm``)
        * :ref:`sphx_glr_tutorials_cpp_custom_ops.py`
        * :ref:`sphx_glr_tutorials_custom_ops_in_export.py`
 
 .. admonition:: Checklist
    :class: checklist
 
-   #. Write the operator's kernels in C++ and declare it with
-      ``TORCH_LIBRARY``; give it a fake kernel so that ``torch.export`` can
-      trace it.
-   #. Export the model with ``torch.export.export``.
-   #. Compile and package it with
-      ``torch._inductor.aoti_compile_and_package(exported, package_path=...)``.
-   #. Ship the ``.pt2`` file together with the operator's shared library.
-   #. Where the package runs, load the library (``torch.ops.load_library``)
-      before ``torch._inductor.aoti_load_package``; the Python registrations
-      are not needed there.
-   #. Keep operators written in Python out of models that must run without
-      Python.
+   #. Give every operator of the model a form that runs without Python: a
+      C++ operator (``TORCH_LIBRARY``, with a fake kernel for tracing), a
+      ``torch.library.triton_op``, or a composition of ATen operators. A
+      ``torch.library.custom_op`` runs only where Python defines it.
+   #. Export with ``torch.export.export(model, args, dynamic_shapes=...)``,
+      with a ``torch.export.Dim`` for every dimension that varies in
+      production.
+   #. Compile with
+      ``torch._inductor.aoti_compile_and_package(exported, package_path=...)``
+      on a machine with the deployment's CPU instruction set, GPU
+      architecture and PyTorch release.
+   #. Ship the ``.pt2`` file with the C++ operators' shared library. In C++,
+      ``dlopen`` the library, then run the package with
+      ``torch::inductor::AOTIModelPackageLoader``; in Python,
+      ``torch.ops.load_library``, then ``torch._inductor.aoti_load_package``.
+   #. Test the package with ``AOTI_RUNTIME_CHECK_INPUTS=1`` on every input
+      shape production will send.
 
-AOTInductor compiles an exported program ahead of time into a shared library,
-and ``aoti_compile_and_package`` puts that library, the weights and some
-metadata into one ``.pt2`` file. The result runs from Python or from a C++
-program, without tracing or compiling anything at load time. The operators
-Inductor knows become generated C++; a custom operator, whose kernel Inductor
-cannot see, stays a call by name that is resolved when the package runs.
+AOTInductor compiles an exported program ahead of time into a shared
+library, and ``aoti_compile_and_package`` puts that library and its metadata
+into one ``.pt2`` file. A C++ program or a Python process then runs it
+without tracing or compiling anything.
 """
 
 # %%
 # Setting up
 # ----------
 #
-# The page compiles C++ twice: the operator's library, and the model (that is
-# what AOTInductor does). Both run on the CPU here; the operator on this page
-# has a CPU kernel only.
+# The page compiles C++: the operator's library, the model (that is what
+# AOTInductor does) and a program that runs the package. Every build is
+# cached, so a second run of the page is quick.
 
 import sys
 
@@ -69,7 +77,10 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
 
 import hashlib
 import inspect
+import logging
 import os
+import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -78,22 +89,18 @@ import zipfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import FancyBboxPatch
 from torch.utils import cpp_extension
 
 torch.manual_seed(0)
-torch_release = tuple(int(part) for part in torch.__version__.split(".")[:2])
-devices = ["cpu"]
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
+devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 
 compiler = os.environ.get("CXX", "c++")
-if shutil.which(compiler) is None:
-    sys.exit(
-        f"This page compiles C++ code: no C++ compiler named {compiler!r} on PATH."
-    )
-if not cpp_extension.is_ninja_available():
-    sys.exit("This page builds its operator with load_inline, which needs ninja.")
+for tool in (compiler, "nm"):
+    if shutil.which(tool) is None:
+        sys.exit(f"This page needs {tool!r} on PATH.")
 print(f"C++ compiler: {shutil.which(compiler)}")
 
 # %%
@@ -103,9 +110,13 @@ print(f"C++ compiler: {shutil.which(compiler)}")
 # The operator is the discounted cumulative sum of
 # :ref:`sphx_glr_tutorials_cpp_custom_ops.py`, in the namespace ``aoti_ops``:
 # along the last dimension, ``y[t] = decay * y[t - 1] + x[t]`` (from the end
-# with ``reverse=True``). We compile it with ``load_inline`` into a plain
-# shared library (no Python module), in a build folder that persists between
-# runs, so only the first run compiles.
+# with ``reverse=True``). We compile it with the C++ compiler straight
+# against the installed torch wheel, whose headers and libraries
+# ``cpp_extension.include_paths()`` and ``library_paths()`` locate, into a
+# plain shared library with no Python in it. ``build_cpp`` keeps each build
+# in a folder under ``$TORCH_EXTENSIONS_DIR`` named after a hash of its
+# inputs (the source, the command and the torch version), so a second run
+# reuses it.
 
 OPS_CPP = r"""
 #include <ATen/Parallel.h>
@@ -165,36 +176,41 @@ TORCH_LIBRARY_IMPL(aoti_ops, CPU, m) {
 cache_root = Path(
     os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
 )
-version_tag = f"py{sys.version_info[0]}{sys.version_info[1]}_torch{torch.__version__}"
-build_directory = cache_root / version_tag / "aoti_ops"
-build_directory.mkdir(parents=True, exist_ok=True)
-library_path = build_directory / "aoti_ops.so"
-stamp = library_path.stat().st_mtime_ns if library_path.exists() else None
-options = {}
-if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
-    options["no_implicit_headers"] = True  # our source includes what it needs
-start = time.perf_counter()
-library = cpp_extension.load_inline(
-    name="aoti_ops",
-    cpp_sources=[OPS_CPP],
-    extra_cflags=["-O2"],
-    build_directory=str(build_directory),
-    is_python_module=False,
-    **options,
-)
-library_seconds = time.perf_counter() - start
-rebuilt = stamp is None or library_path.stat().st_mtime_ns != stamp
-action = "compiled the extension" if rebuilt else "reused the cached build"
-print(f"{action} in {library_seconds:.1f} s: {library}")
+torch_libraries = cpp_extension.library_paths()
+
+
+def build_cpp(name, source, flags):
+    """Compile ``source`` into ``name``, or reuse the build cached before."""
+    command = [compiler, "-std=c++20", "-O2", "-fPIC", "source.cpp", "-o", name]
+    command += [f"-I{folder}" for folder in cpp_extension.include_paths()]
+    command += [f"-L{folder}" for folder in torch_libraries]
+    command += [*flags, *(f"-Wl,-rpath,{folder}" for folder in torch_libraries)]
+    digest = hashlib.sha256("\0".join([source, *command, torch.__version__]).encode())
+    target = cache_root / f"{name}-{digest.hexdigest()[:16]}" / name
+    start = time.perf_counter()
+    action = "reused the cached"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as build:
+            (Path(build) / "source.cpp").write_text(source)
+            done = subprocess.run(command, cwd=build, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"building {name} failed:\n{done.stderr[-3000:]}")
+            os.replace(Path(build) / name, target)
+        action = "built"
+    print(f"{action} {name} in {time.perf_counter() - start:.1f} s: {target}")
+    return target
+
+
+library = build_cpp("libaoti_ops.so", OPS_CPP, ["-shared", "-ltorch_cpu", "-lc10"])
+torch.ops.load_library(str(library))
 discounted_cumsum = torch.ops.aoti_ops.discounted_cumsum.default
 
 # %%
 # ``torch.export`` traces with fake tensors, so the operator needs a fake
-# kernel, registered from Python as usual; it repeats the kernel's checks.
-# We also register its backward (the same scan, run the other way), so that
-# the operator is complete. Then the usual tests: against a reference, and
-# ``opcheck`` on inputs that are empty, non-contiguous, permuted and
-# ``requires_grad``.
+# kernel, registered from Python; it repeats the kernel's checks. A backward
+# makes the operator complete. Then the usual tests: against a reference, and
+# ``opcheck`` on empty, non-contiguous, permuted and ``requires_grad`` inputs.
 
 
 def check_args(x, decay):
@@ -207,7 +223,7 @@ def check_args(x, decay):
 
 
 @torch.library.register_fake("aoti_ops::discounted_cumsum")
-def _(x, decay, reverse=False):
+def discounted_cumsum_fake(x, decay, reverse=False):
     check_args(x, decay)
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
@@ -234,233 +250,80 @@ def discounted_cumsum_reference(x, decay, reverse=False):
     return out
 
 
-cases = [
+for x, decay, reverse in [
     (torch.randn(4, 3, 20), 0.8, False),
     (torch.randn(20, 6).t(), 0.5, True),
     (torch.randn(0, 5), 0.9, False),
-]
-for x, decay, reverse in cases:
+]:
     torch.testing.assert_close(
         discounted_cumsum(x, decay, reverse),
         discounted_cumsum_reference(x, decay, reverse),
     )
-samples = [
+for args in [
     (torch.randn(4, 30), 0.9),
     (torch.randn(0, 5), 0.5),
     (torch.randn(20, 6).t(), 0.8),
     (torch.randn(2, 3, 5).permute(2, 0, 1), 0.7, True),
     (torch.randn(3, 10, dtype=torch.float64, requires_grad=True), 0.5),
-]
-for args in samples:
+]:
     torch.library.opcheck(discounted_cumsum, args)
 x64 = torch.randn(3, 12, dtype=torch.float64, requires_grad=True)
 assert torch.autograd.gradcheck(lambda x: discounted_cumsum(x, 0.8), (x64,))
-try:
-    discounted_cumsum(torch.randn(3), 1.5)
-except ValueError as error:
-    print(f"{type(error).__name__}: {str(error).splitlines()[0]}")
 print("the operator matches the reference and passes opcheck and gradcheck")
 
 # %%
-# A model, exported
-# -----------------
+# Operators written in Python
+# ---------------------------
 #
-# A tiny model: a linear layer, the operator smoothing its output along the
-# features, then a ReLU. We export it for a fixed input shape; the exported
-# graph calls our operator by its qualified name.
+# The model uses three more operators, all defined in Python, to find out
+# which of them a program without Python can run:
+#
+# * ``aoti_ops::soft_clip``, ``tanh(x / 2)`` computed as
+#   ``2 * sigmoid(x) - 1``, a ``torch.library.triton_op``
+#   (:ref:`sphx_glr_tutorials_triton_custom_ops.py`). On a GPU its body
+#   launches a Triton kernel; on any other device it is PyTorch operations.
+# * ``aoti_ops::swish``, ``x * sigmoid(x)``, registered as a
+#   ``CompositeImplicitAutograd`` kernel: a composition of ATen operators.
+# * ``aoti_ops::soft_sign``, ``x / (1 + |x|)``, a
+#   ``torch.library.custom_op``, opaque to the compiler.
+
+if torch.cuda.is_available():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def soft_clip_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, 2 * tl.sigmoid(x) - 1, mask=mask)
 
 
-class Smoother(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(16, 16)
+def soft_clip_body(x: torch.Tensor) -> torch.Tensor:
+    if x.device.type != "cuda":
+        return 2 * torch.sigmoid(x) - 1
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(x.numel(), 1024),)
+    torch.library.wrap_triton(soft_clip_kernel)[grid](x, out, x.numel(), BLOCK=1024)
+    return out
 
-    def forward(self, x):
-        return torch.relu(torch.ops.aoti_ops.discounted_cumsum(self.linear(x), 0.9))
 
-
-model = Smoother().eval()
-example = torch.randn(8, 16)
-with torch.no_grad():
-    expected = model(example)
-start = time.perf_counter()
-exported = torch.export.export(model, (example,))
-export_seconds = time.perf_counter() - start
-targets = [str(n.target) for n in exported.graph.nodes if n.op == "call_function"]
-print(targets)
-assert "aoti_ops.discounted_cumsum.default" in targets
+soft_clip = torch.library.triton_op(
+    "aoti_ops::soft_clip", soft_clip_body, mutates_args=()
+)
 
 # %%
-# Compiling and packaging
-# -----------------------
-#
-# ``aoti_compile_and_package`` runs Inductor on the exported program in
-# ahead-of-time mode: it generates C++ for the whole graph, compiles it into
-# a shared library and zips that library with the weights into a ``.pt2``
-# file. It takes a while even for this tiny model, so ``compile_package``
-# keeps each package in a cache named after a hash of the exported program
-# (its graph's code, input shapes and weights) and the PyTorch version, and
-# reuses it when nothing changed.
-#
-# The operator's kernel is not part of that hash, and need not be: as the
-# next section shows, the package refers to the operator by name only.
-
-package_cache = cache_root / "aoti_packages"
+# The other two need no GPU code. Then a check of all three against PyTorch,
+# on every device this machine has:
 
 
-def compile_package(exported, label):
-    """Compile and package ``exported``, or reuse the package built before."""
-    start = time.perf_counter()
-    # The graph's code, its inputs' shapes and dtypes, the weights and the
-    # PyTorch version decide the package.
-    inputs = [
-        f"{node.name}: {node.meta['val'].dtype} {tuple(node.meta['val'].shape)}"
-        for node in exported.graph.nodes
-        if node.op == "placeholder"
-    ]
-    described = "\n".join([torch.__version__, exported.graph_module.code, *inputs])
-    digest = hashlib.sha256(described.encode())
-    for name, tensor in sorted(exported.state_dict.items()):
-        digest.update(name.encode() + tensor.detach().numpy().tobytes())
-    package = package_cache / f"{label}-{digest.hexdigest()[:16]}.pt2"
-    if package.exists():
-        return package, False, time.perf_counter() - start
-    package_cache.mkdir(parents=True, exist_ok=True)
-    partial = package.with_suffix(".partial.pt2")
-    torch._inductor.aoti_compile_and_package(exported, package_path=str(partial))
-    os.replace(partial, package)
-    return package, True, time.perf_counter() - start
+def swish_body(x):
+    return x * torch.sigmoid(x)
 
 
-package, compiled, compile_seconds = compile_package(exported, "smoother")
-action = "compiled the package" if compiled else "reused the cached package"
-print(f"{action} in {compile_seconds:.1f} s")
-print(f"{package.name}: {package.stat().st_size / 1024:.0f} KiB")
-
-# %%
-# ``torch._inductor`` is not a public module in name, but
-# ``aoti_compile_and_package`` and ``aoti_load_package`` are the documented
-# entry points to AOTInductor.
-#
-# What the package contains
-# -------------------------
-#
-# A ``.pt2`` package is a zip file. Among its members is the shared library
-# Inductor compiled, the C++ it was compiled from, and a JSON description of
-# the calls the library cannot make directly. Which of them mention our
-# operator?
-
-with zipfile.ZipFile(package) as archive:
-    members = {info.filename: info.file_size for info in archive.infolist()}
-    mentions = [
-        name
-        for name in members
-        if name.endswith((".cpp", ".json"))
-        and b"aoti_ops::discounted_cumsum" in archive.read(name)
-    ]
-for name, size in members.items():
-    print(f"{size:>10,d}  {name.split('/', 1)[-1]}")
-print("mention aoti_ops::discounted_cumsum:")
-print("   ", [name.rsplit("/", 1)[-1] for name in mentions])
-assert all(any(n.endswith(suffix) for n in members) for suffix in (".so", ".cpp"))
-assert any(name.endswith(".json") for name in mentions)
-
-# %%
-# Inductor compiled the linear layer and the ReLU into the package's shared
-# library. Our operator it could not compile: the JSON member lists it as a
-# call to ``aoti_ops::discounted_cumsum``, with its arguments, which the
-# compiled code hands to PyTorch's dispatcher. The dispatcher finds
-# operators by name, so the process that runs the package must have
-# registered this one by loading our library.
-#
-# Running the package in a fresh process
-# --------------------------------------
-#
-# The script below is all a deployment needs: it loads the operator's
-# library when asked to, loads the package and runs it, and compares the
-# result with what the eager model computed in this process. It never
-# imports the fake kernel: that was only needed to trace the model. (Its
-# one private import works around a bug of PyTorch 2.10, where
-# ``aoti_load_package`` fails in a process that has not compiled anything.)
-
-RUN_PACKAGE = """
-import sys
-
-import torch
-
-# PyTorch 2.10's aoti_load_package uses this module without importing it
-# (fixed in 2.11); importing it here works around that bug.
-import torch._inductor.codecache  # noqa: F401
-
-library, package, inputs, expected, loads = sys.argv[1:6]
-if "library" in loads:
-    torch.ops.load_library(library)
-if "python-op" in loads:
-    @torch.library.custom_op("aoti_ops::soft_sign", mutates_args=())
-    def soft_sign(x: torch.Tensor) -> torch.Tensor:
-        print("the Python kernel of aoti_ops::soft_sign ran")
-        return x / (1 + x.abs())
-
-step = "loading the package"
-try:
-    runner = torch._inductor.aoti_load_package(package)
-    step = "running the package"
-    result = runner(torch.load(inputs))
-except RuntimeError as error:
-    print(f"{step}: {type(error).__name__}: {str(error).splitlines()[0]}")
-    sys.exit(0)
-torch.testing.assert_close(result, torch.load(expected))
-print("the package's output matches the eager model")
-"""
-
-scratch = Path(tempfile.mkdtemp(prefix="aoti-ops-"))
-torch.save(example, scratch / "inputs.pt")
-torch.save(expected, scratch / "expected.pt")
-
-
-def run_package(package, expected, loads):
-    """Run RUN_PACKAGE in a new Python; returns what it printed."""
-    args = [library, package, scratch / "inputs.pt", scratch / expected, loads]
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", RUN_PACKAGE, *map(str, args)],
-        cwd=scratch,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"the fresh process failed:\n{done.stderr[-3000:]}")
-    return done.stdout.strip(), seconds
-
-
-output, run_seconds = run_package(package, "expected.pt", "library")
-print(f"library loaded first: {output}")
-assert output == "the package's output matches the eager model"
-
-# %%
-# With the library loaded first, the package runs and agrees with the eager
-# model. Without it, the dispatcher has no operator of that name:
-
-output, _ = run_package(package, "expected.pt", "nothing")
-print(f"library not loaded: {output}")
-assert output.startswith("loading the package: RuntimeError: Could not find schema")
-assert "aoti_ops::discounted_cumsum" in output
-
-# %%
-# It fails while the package loads, and names the operator it could not
-# find. AOTInductor does not put custom operators' kernels in the package
-# (it could not: it never saw them), so the library travels next to the
-# ``.pt2`` file, and whoever runs the package, in Python or in C++, loads it
-# first.
-#
-# An operator written in Python
-# -----------------------------
-#
-# Now the same model with one more operator, made in Python with
-# ``torch.library.custom_op``: a soft sign, ``x / (1 + |x|)``. It has a fake
-# kernel, so export and AOTInductor accept it like the C++ one.
+torch.library.define("aoti_ops::swish", "(Tensor x) -> Tensor")
+torch.library.impl("aoti_ops::swish", "CompositeImplicitAutograd", swish_body)
 
 
 @torch.library.custom_op("aoti_ops::soft_sign", mutates_args=())
@@ -469,147 +332,643 @@ def soft_sign(x: torch.Tensor) -> torch.Tensor:
 
 
 @soft_sign.register_fake
-def _(x):
+def soft_sign_fake(x):
     return torch.empty_like(x)
+
+
+for device in devices:
+    probe = torch.randn(5, 7, device=device)
+    torch.testing.assert_close(soft_clip(probe), torch.tanh(probe / 2))
+    torch.testing.assert_close(torch.ops.aoti_ops.swish(probe), probe.sigmoid() * probe)
+    torch.testing.assert_close(soft_sign(probe), torch.nn.functional.softsign(probe))
+print(f"soft_clip, swish and soft_sign match PyTorch on {devices}")
+
+# %%
+# A model, exported with a dynamic batch
+# --------------------------------------
+#
+# A tiny model: a linear layer, ``soft_clip``, our C++ operator smoothing
+# along the features, then ``swish``. Its batch size varies in production, so
+# we say so when exporting: a ``torch.export.Dim`` names the first dimension
+# of ``x`` as dynamic. Without it, ``torch.export`` specialises the program
+# to the example's shape, and the package too (we will see what that costs).
+
+
+class Smoother(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        smoothed = torch.ops.aoti_ops.discounted_cumsum(soft_clip(self.linear(x)), 0.9)
+        return torch.ops.aoti_ops.swish(smoothed)
+
+
+model = Smoother().eval()
+example = torch.randn(8, 16)
+batch = torch.export.Dim("batch")
+exported = torch.export.export(model, (example,), dynamic_shapes={"x": {0: batch}})
+targets = [str(n.target) for n in exported.graph.nodes if n.op == "call_function"]
+print(targets)
+print(f"range of the batch size: {exported.range_constraints}")
+assert "aoti_ops.discounted_cumsum.default" in targets
+
+# %%
+# The exported graph keeps each custom operator as one call; the batch size
+# is a symbol with a range instead of 8.
+#
+# Compiling and packaging
+# -----------------------
+#
+# ``aoti_compile_and_package`` runs Inductor on the exported program in
+# ahead-of-time mode and writes the ``.pt2`` file. It takes a while even for
+# this tiny model, so ``compile_package`` keeps each package in a cache
+# under ``$TORCH_EXTENSIONS_DIR``. Its key is everything that decides the
+# compiled code: the PyTorch release, this machine's CPU features (and
+# GPU), the graph with the shape and strides of every value in it (so a
+# changed fake kernel counts), the dynamic ranges, the weights, and the
+# source of the Python operators Inductor traces into.
+
+package_cache = cache_root / "aoti_packages"
+
+
+def cpu_features():
+    """The CPU's instruction-set flags: -march=native compiles for exactly these."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        return re.search(r"^(?:flags|Features)\s*:(.*)$", cpuinfo, re.MULTILINE)[1]
+    except (OSError, TypeError):
+        return platform.machine()
+
+
+def describe_value(value):
+    if isinstance(value, torch.Tensor):
+        return f"{value.dtype} {value.device} {tuple(value.shape)} {value.stride()}"
+    return repr(value)
+
+
+def compile_package(exported, label, sources):
+    """Compile and package ``exported``, or reuse the package built before."""
+    start = time.perf_counter()
+    machine = [torch.__version__, platform.machine(), cpu_features()]
+    if torch.cuda.is_available():
+        machine.append(str(torch.cuda.get_device_capability()))
+    graph = [
+        f"{node.name} {node.target} {describe_value(node.meta.get('val'))}"
+        for node in exported.graph.nodes
+    ]
+    described = [*machine, exported.graph_module.code, *graph, *sources]
+    described.append(str(exported.range_constraints))
+    digest = hashlib.sha256("\n".join(described).encode())
+    for name, tensor in sorted(exported.state_dict.items()):
+        digest.update(name.encode() + tensor.detach().cpu().numpy().tobytes())
+    package = package_cache / f"{label}-{digest.hexdigest()[:16]}.pt2"
+    if not package.exists():
+        package_cache.mkdir(parents=True, exist_ok=True)
+        partial = package.with_suffix(".partial.pt2")
+        torch._inductor.aoti_compile_and_package(exported, package_path=str(partial))
+        os.replace(partial, package)
+        action = "compiled"
+    else:
+        action = "reused the cached"
+    print(f"{action} {package.name} in {time.perf_counter() - start:.1f} s")
+    return package
+
+
+# %%
+# We compile the exported model:
+
+traced_sources = [inspect.getsource(f) for f in (soft_clip_body, swish_body)]
+package = compile_package(exported, "smoother", traced_sources)
+
+# %%
+# ``torch._inductor`` is not a public module in name, but
+# ``aoti_compile_and_package`` and ``aoti_load_package`` are the documented
+# entry points. (Older tutorials use ``torch._export.aot_compile`` and
+# ``aot_load``; PyTorch logs that they are being deprecated, as the next
+# cell shows.)
+
+export_log = logging.getLogger("torch._export")
+messages, export_log.propagate = [], False
+handler = logging.Handler()
+handler.emit = lambda record: messages.append(record.getMessage())
+export_log.addHandler(handler)
+try:
+    torch._export.aot_load(str(package_cache / "no-such-model.so"), "cpu")
+except RuntimeError:
+    pass
+export_log.removeHandler(handler)
+export_log.propagate = True
+(deprecation,) = [m for m in messages if "deprecated" in m]
+print(deprecation)
+
+# %%
+# What the package contains
+# -------------------------
+#
+# A ``.pt2`` package is a zip file. Among its members are the shared library
+# Inductor compiled, the C++ it was compiled from, and a JSON list of the
+# calls the library makes by operator name. What happened to each operator?
+
+
+def read_package(package):
+    """The package's members, its C++ source and library, its calls by name."""
+    with zipfile.ZipFile(package) as archive:
+        members = {info.filename: info.file_size for info in archive.infolist()}
+        (source,) = [n for n in members if n.endswith("wrapper.cpp")]
+        (shared_library,) = [n for n in members if n.endswith(".so")]
+        calls = "".join(
+            archive.read(name).decode()
+            for name in members
+            if name.endswith(".json") and "metadata" not in name
+        )
+        return (
+            members,
+            archive.read(source).decode(),
+            archive.read(shared_library),
+            sorted(set(re.findall(r'"target": "([\w:.]+)"', calls))),
+        )
+
+
+members, wrapper_cpp, package_so, called_by_name = read_package(package)
+for name, size in members.items():
+    print(f"{size:>10,d}  {name.split('/', 1)[-1]}")
+libtorch_calls = sorted(set(re.findall(r"aoti_torch_cpu_\w+", wrapper_cpp)))
+generated = set(re.findall(r"\bcpp_fused_\w+(?=\()", wrapper_cpp))
+print(f"called by name through the dispatcher: {called_by_name}")
+print(f"ATen kernels of libtorch called directly: {libtorch_calls}")
+print(f"kernels Inductor generated: {len(generated)}")
+weights = model.linear.weight.detach().numpy().tobytes()
+print(f"the linear layer's weights are in the shared library: {weights in package_so}")
+assert called_by_name == ["aoti_ops::discounted_cumsum"]
+assert "aoti_torch_cpu_addmm_out" in libtorch_calls and generated
+assert weights in package_so
+
+# %%
+# Three ways to run an operator, then:
+#
+# * **Generated code.** Inductor traced into ``soft_clip`` (a ``triton_op``
+#   hands the compiler its body) and ``swish`` (a composite kernel decomposes
+#   into ATen operators), and fused them into the kernels it generated.
+#   Neither name is left in the calls.
+# * **libtorch's ATen kernels.** The linear layer is not generated code: it
+#   is a call to ``addmm`` in libtorch, through a C function
+#   (``aoti_torch_cpu_addmm_out``) that the package's library links against.
+# * **A call by name.** Our C++ operator is opaque to Inductor. The JSON
+#   lists it with its arguments; when the package loads, the dispatcher must
+#   find an operator of that name, so the process running the package must
+#   have loaded our library.
+#
+# The weights have no member of their own: they are compiled into the
+# shared library.
+#
+# A C++ program that runs the package
+# -----------------------------------
+#
+# Here is a whole deployment, with no Python in it. It opens the operator
+# libraries named on its command line with ``dlopen`` (their
+# ``TORCH_LIBRARY`` blocks register the operators), loads the package with
+# ``AOTIModelPackageLoader``, prints the package's metadata, moves the input
+# to the device the package was compiled for, runs it and writes the
+# result. Input and output files hold two ``int64`` sizes, then the
+# ``float32`` values.
+
+RUN_PACKAGE_CPP = r"""
+#include <dlfcn.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+
+at::Tensor read_matrix(const char* path) {
+  std::ifstream file(path, std::ios::binary);
+  int64_t sizes[2];
+  file.read(reinterpret_cast<char*>(sizes), sizeof(sizes));
+  at::Tensor matrix = at::empty({sizes[0], sizes[1]}, at::kFloat);
+  file.read(reinterpret_cast<char*>(matrix.data_ptr<float>()), matrix.nbytes());
+  return matrix;
+}
+
+void write_matrix(const char* path, const at::Tensor& matrix) {
+  std::ofstream file(path, std::ios::binary);
+  const int64_t sizes[2] = {matrix.size(0), matrix.size(1)};
+  file.write(reinterpret_cast<const char*>(sizes), sizeof(sizes));
+  file.write(reinterpret_cast<const char*>(matrix.data_ptr<float>()), matrix.nbytes());
+}
+
+// run_package PACKAGE INPUT OUTPUT [OPERATOR_LIBRARY...]
+int main(int argc, char** argv) {
+  for (int i = 4; i < argc; ++i) {
+    if (dlopen(argv[i], RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::cout << "dlopen failed: " << dlerror() << "\n";
+      return 1;
+    }
+  }
+  std::string step = "loading the package";
+  try {
+    torch::inductor::AOTIModelPackageLoader loader(argv[1]);
+    auto metadata = loader.get_metadata();
+    for (const auto& [key, value] : std::map(metadata.begin(), metadata.end())) {
+      std::cout << key << "=" << value << "\n";
+    }
+    const at::Device device(metadata.at("AOTI_DEVICE_KEY"));
+    step = "running the package";
+    at::Tensor output = loader.run({read_matrix(argv[2]).to(device)})[0];
+    write_matrix(argv[3], output.cpu().contiguous());
+    std::cout << "ran on " << device << ": output " << output.sizes() << "\n";
+  } catch (const std::exception& error) {
+    const std::string message = error.what();
+    std::cout << step << " failed: " << message.substr(0, message.find('\n')) << "\n";
+    return 1;
+  }
+  return 0;
+}
+"""
+
+# %%
+# ``build_cpp`` compiles it like the operator, linked into an executable.
+# ``--no-as-needed`` keeps ``libtorch.so`` linked although the program calls
+# nothing in it directly: it is what loads libtorch's CUDA part on CUDA
+# builds.
+
+program = build_cpp(
+    "run_package",
+    RUN_PACKAGE_CPP,
+    ["-Wl,--no-as-needed", "-ltorch", "-ltorch_cpu", "-lc10", "-ldl"],
+)
+
+# %%
+# ``run_program`` is plumbing: it writes the input file, runs the program in
+# a new process with the environment we give it, and reads back what it
+# printed, its exit status and its output.
+
+scratch = Path(tempfile.mkdtemp(prefix="aoti-ops-"))
+
+
+class Run:
+    def __init__(self, done, output_file):
+        self.status = done.returncode
+        self.lines = done.stdout.strip().splitlines()
+        self.stderr = done.stderr
+        self.metadata = dict(line.split("=", 1) for line in self.lines if "=" in line)
+        self.output = None
+        if self.status == 0:
+            data = output_file.read_bytes()
+            rows, cols = torch.frombuffer(bytearray(data[:16]), dtype=torch.int64)
+            values = torch.frombuffer(bytearray(data[16:]), dtype=torch.float32)
+            self.output = values.reshape(int(rows), int(cols))
+
+
+def run_program(package, x, libraries=(), env=None):
+    """Run the C++ program on ``x`` in a new process."""
+    input_file, output_file = scratch / "input.bin", scratch / "output.bin"
+    output_file.unlink(missing_ok=True)
+    x = x.detach().cpu().contiguous()
+    input_file.write_bytes(
+        torch.tensor(x.shape, dtype=torch.int64).numpy().tobytes() + x.numpy().tobytes()
+    )
+    environment = {
+        k: v for k, v in os.environ.items() if k != "AOTI_RUNTIME_CHECK_INPUTS"
+    }
+    args = [program, package, input_file, output_file, *libraries]
+    done = subprocess.run(
+        [str(arg) for arg in args],
+        env={**environment, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return Run(done, output_file)
+
+
+# %%
+# Now the program runs the package on a batch of 5 rows, with our library:
+
+x = torch.randn(5, 16)
+with torch.no_grad():
+    expected = model(x)
+in_cpp = run_program(package, x, libraries=[library])
+print("\n".join(in_cpp.lines))
+torch.testing.assert_close(in_cpp.output, expected)
+in_python = torch._inductor.aoti_load_package(str(package))(x)
+torch.testing.assert_close(in_cpp.output, in_python)
+print("the C++ program's output matches the eager model and aoti_load_package")
+
+# %%
+# The package ran on 5 rows, although it was exported with 8: the batch is
+# dynamic. Its output equals the eager model's
+# and that of ``aoti_load_package`` in this process. Everything in the model
+# ran without Python: the C++ operator, the linear layer, and the two Python
+# operators that became generated code. The first lines are the metadata
+# the package carries; we come back to them.
+#
+# Without our library, the name has nothing behind it:
+
+without_library = run_program(package, x)
+print(without_library.lines[-1])
+assert without_library.status == 1
+assert without_library.lines[-1].startswith("loading the package failed")
+assert (
+    "Could not find schema for aoti_ops::discounted_cumsum" in without_library.lines[-1]
+)
+
+# %%
+# It fails while the package loads, naming the operator, before any input is
+# looked at.
+#
+# The operator a C++ program cannot run
+# -------------------------------------
+#
+# Now the same model with ``soft_sign``, the ``custom_op``, at the end. Its
+# fake kernel lets export and AOTInductor accept it, but Inductor cannot see
+# inside it:
 
 
 class SmootherWithPythonOp(Smoother):
     def forward(self, x):
-        return torch.ops.aoti_ops.soft_sign(super().forward(x))
+        return soft_sign(super().forward(x))
 
 
 model_with_python_op = SmootherWithPythonOp().eval()
 model_with_python_op.load_state_dict(model.state_dict())
+exported_with_python_op = torch.export.export(
+    model_with_python_op, (example,), dynamic_shapes={"x": {0: batch}}
+)
+package_with_python_op = compile_package(
+    exported_with_python_op, "smoother-python-op", traced_sources
+)
+python_op_run = run_program(package_with_python_op, x, libraries=[library])
+print(python_op_run.lines[-1])
+assert python_op_run.status == 1
+assert "Could not find schema for aoti_ops::soft_sign" in python_op_run.lines[-1]
+explained = "torch.library.custom_op" in python_op_run.lines[-1]
+print(f"the message says custom_op operators need Python: {explained}")
+assert explained == (RELEASE >= (2, 13))
+
+# %%
+# The package calls ``soft_sign`` by name, like the C++ operator, but its
+# kernel is a Python function and nothing outside Python can register it.
+# (Since PyTorch 2.13 the message says so.) A Python process that defines
+# the operator before loading the package, as this one did, runs it:
+
 with torch.no_grad():
-    expected_with_python_op = model_with_python_op(example)
-torch.save(expected_with_python_op, scratch / "expected_python_op.pt")
-exported_with_python_op = torch.export.export(model_with_python_op, (example,))
-package_with_python_op, compiled, seconds = compile_package(
-    exported_with_python_op, "smoother-python-op"
-)
-action = "compiled the package" if compiled else "reused the cached package"
-print(f"{action} in {seconds:.1f} s")
-with zipfile.ZipFile(package_with_python_op) as archive:
-    python_op_mentioned = any(
-        b"aoti_ops::soft_sign" in archive.read(name)
-        for name in archive.namelist()
-        if name.endswith((".cpp", ".json"))
-    )
-print(f"the package calls aoti_ops::soft_sign by name: {python_op_mentioned}")
-assert python_op_mentioned
+    expected_with_python_op = model_with_python_op(x)
+in_python = torch._inductor.aoti_load_package(str(package_with_python_op))(x)
+torch.testing.assert_close(in_python, expected_with_python_op)
+print("in a Python process that defines soft_sign, the package runs")
 
 # %%
-# Compiling worked, and the package refers to the Python operator by name,
-# exactly as to the C++ one. But a name needs a kernel behind it when the
-# package runs, and this operator's kernel is a Python function. A fresh
-# process that loads our library, as a deployment would, but does not run
-# the Python code that defines ``soft_sign``:
+# So the line is not the language an operator is written in, but whether
+# the compiler can see through it. This page's evidence, one row per
+# operator:
 
-output, _ = run_package(package_with_python_op, "expected_python_op.pt", "library")
-print(output)
-assert output.startswith("loading the package: RuntimeError: Could not find schema")
-assert "aoti_ops::soft_sign" in output
-explained = "torch.library.custom_op" in output
-print(f"the message explains that Python operators need Python: {explained}")
-assert explained == (torch_release >= (2, 13))
-
-# %%
-# Loading fails for the same reason as before: nothing registered the
-# operator. Since PyTorch 2.13 the message goes on to say that operators
-# made with ``torch.library.custom_op`` cannot run through AOTInductor
-# without a Python environment; older releases stop after the first
-# sentence. In a Python process the cure is to run the definition again
-# before loading the package, as the script does when asked for
-# ``python-op``:
-
-output, _ = run_package(
-    package_with_python_op, "expected_python_op.pt", "library,python-op"
-)
-print(output)
-assert "the Python kernel of aoti_ops::soft_sign ran" in output
-assert output.endswith("the package's output matches the eager model")
-
-# %%
-# It works: the compiled model called into the dispatcher, which called the
-# Python function. So a packaged model with a Python operator runs where
-# Python is, provided the process defines the operator first. A C++ program
-# that loads the package has no interpreter to define it in, and no way to
-# run it. That is the line between the two kinds of operators: a C++
-# operator's kernel lives in a shared library any process can load; a
-# Python operator's kernel lives in the Python interpreter.
-#
-# The whole trip
-# --------------
-#
-# The figure follows the model from export to a fresh process, with the
-# times and sizes this run measured. (A step served from the cache shows the
-# time it took to find it; the fresh process's time includes starting
-# Python and importing PyTorch.)
-
-steps = [
-    (
-        "torch.export\n.export",
-        f"{export_seconds:.1f} s",
-        "a graph that calls\nour operator by name",
-    ),
-    (
-        "aoti_compile\n_and_package",
-        f"{compile_seconds:.1f} s",
-        "C++ generated for the\ngraph, compiled; the\noperator stays a call",
-    ),
-    (
-        ".pt2 package",
-        f"{package.stat().st_size / 1024:.0f} KiB",
-        "shared library, weights\nand metadata in a zip",
-    ),
-    (
-        "fresh process",
-        f"{run_seconds:.1f} s",
-        f"load_library({Path(library).name}),\nthen aoti_load_package",
-    ),
+python_op_calls = read_package(package_with_python_op)[3]
+rows = [  # operator, written as, its package, did the C++ program run that package?
+    ("discounted_cumsum", "C++, TORCH_LIBRARY", called_by_name, in_cpp.status),
+    ("soft_clip", "Python, triton_op", called_by_name, in_cpp.status),
+    ("swish", "Python, composite", called_by_name, in_cpp.status),
+    ("soft_sign", "Python, custom_op", python_op_calls, python_op_run.status),
 ]
-fig, ax = plt.subplots(figsize=(7.2, 2.9), layout="constrained")
-ax.set_xlim(0, len(steps) * 2.5)
-ax.set_ylim(-0.6, 1.9)
-ax.axis("off")
-for index, (title, measured, note) in enumerate(steps):
-    left = index * 2.5 + 0.15
-    box = FancyBboxPatch(
-        (left, 0.5), 2.0, 1.2, boxstyle="round,pad=0.05", fc="#e8f1f8", ec="#2a7ab0"
-    )
-    ax.add_patch(box)
-    ax.text(left + 1.0, 1.28, title, ha="center", va="center", fontsize=9)
-    ax.text(
-        left + 1.0,
-        0.75,
-        measured,
-        ha="center",
-        va="center",
-        fontsize=9,
-        color="#1f5f8b",
-        fontweight="bold",
-    )
-    ax.text(left + 1.0, 0.3, note, ha="center", va="top", fontsize=7.5, color="0.25")
-    if index:
-        ax.annotate(
-            "",
-            xy=(left - 0.05, 1.1),
-            xytext=(left - 0.45, 1.1),
-            arrowprops={"arrowstyle": "->", "color": "0.3"},
-        )
-ax.set_title("From an exported program to a package that runs elsewhere", fontsize=10)
+print(f"{'operator':<19}{'written in':<20}{'in the package':<16}runs in C++")
+for name, kind, calls, status in rows:
+    inside = "call by name" if f"aoti_ops::{name}" in calls else "generated code"
+    print(f"{name:<19}{kind:<20}{inside:<16}{'yes' if status == 0 else 'no'}")
+assert [status == 0 for *_, status in rows] == [True, True, True, False]
+
+# %%
+# Shapes: a package that fails silently
+# -------------------------------------
+#
+# What if we had exported without ``dynamic_shapes``? The program is then
+# specialised to 8 rows, and so is the package. We give that package 16 rows:
+
+exported_fixed = torch.export.export(model, (example,))
+fixed_package = compile_package(exported_fixed, "smoother-fixed", traced_sources)
+wide = torch.randn(16, 16)
+with torch.no_grad():
+    wide_expected = model(wide)
+    skipped = discounted_cumsum(model.linear(wide), 0.9)
+fixed_run = run_program(fixed_package, wide, libraries=[library])
+print(f"exit status {fixed_run.status}; {fixed_run.lines[-1]}")
+print(f"standard error: {fixed_run.stderr.strip()[:110] or '(nothing)'}")
+fixed_error = (fixed_run.output - wide_expected).abs().amax(dim=1)
+print(f"largest error per row: {[round(e, 3) for e in fixed_error.tolist()]}")
+assert fixed_run.status == 0 and fixed_run.output.shape == wide_expected.shape
+assert "Error" not in fixed_run.stderr
+torch.testing.assert_close(fixed_run.output[:8], wide_expected[:8])
+torch.testing.assert_close(fixed_run.output[8:], skipped[8:])
+
+# %%
+# No error, exit status 0, an output of the right shape; the only trace is
+# the line on standard error printed above. The first 8 rows are right.
+# Rows 8 to 15 are exactly the linear layer and our operator *without*
+# ``soft_clip`` and ``swish``: libtorch's ``addmm`` and our kernel follow the
+# tensors' real sizes, but the loops Inductor generated were compiled for 8
+# rows and never reached the rest.
+#
+# The package can check its inputs, but only when the environment variable
+# ``AOTI_RUNTIME_CHECK_INPUTS`` is set. The package's own C++ shows how it
+# reads the variable:
+
+reads_env = re.search(r".*env_var_value = getenv\(.*", wrapper_cpp)[0].strip()
+print(reads_env)
+assert '"AOTI_RUNTIME_CHECK_INPUTS"' in reads_env
+
+# %%
+# A ``static`` variable: read once, the first time the package runs, so it
+# must be set before that. We set it for the new process:
+
+checked_run = run_program(
+    fixed_package, wide, libraries=[library], env={"AOTI_RUNTIME_CHECK_INPUTS": "1"}
+)
+(reported,) = [line for line in checked_run.stderr.splitlines() if "unmatched" in line]
+print(f"exit status {checked_run.status}; {checked_run.lines[-1][:60]}...")
+print(f"standard error: {reported}")
+assert checked_run.status == 1
+assert checked_run.lines[-1].startswith("running the package failed")
+assert "expected: 8, but got: 16" in reported
+dynamic_run = run_program(package, wide, libraries=[library])
+torch.testing.assert_close(dynamic_run.output, wide_expected)
+dynamic_error = (dynamic_run.output - wide_expected).abs().amax(dim=1)
+print("the dynamic package is right on 16 rows")
+
+# %%
+# With the checks on, the same call fails, and the runtime reports the input
+# and the dimension. The dynamic package needs no check to be right. The
+# figure puts the two packages side by side.
+
+fig, ax = plt.subplots(figsize=(7.2, 3.2), layout="constrained")
+positions = torch.arange(16)
+ax.bar(positions, fixed_error, width=0.6, color="#c0392b", label="exported for (8, 16)")
+ax.plot(
+    positions,
+    dynamic_error,
+    "o",
+    color="#2a7ab0",
+    zorder=3,
+    label="exported with a dynamic batch",
+)
+ax.axvspan(7.5, 15.6, color="0.92", zorder=0)
+ax.text(
+    11.5, float(fixed_error.max()) * 0.92, "rows the loops never reached", ha="center"
+)
+ax.text(3.5, float(fixed_error.max()) * 0.92, "compiled for these rows", ha="center")
+ax.set_xticks(range(16))
+ax.set_xlabel("row of a 16-row input")
+ax.set_ylabel("largest error vs. eager model")
+ax.set_title(
+    "A package exported for 8 rows, given 16: exit status 0, wrong rows", fontsize=10
+)
+ax.legend(loc="center left")
 plt.show()
 
 # %%
+# Input shapes are not the only promise a package relies on. The code after
+# an opaque operator assumes the output the fake kernel described: its sizes
+# and strides (:ref:`sphx_glr_tutorials_operator_signatures.py`). Does the
+# package check our operator's output?
+
+output_checks = re.findall(
+    r".*assert_size_stride\(\w+,.*aoti_ops\.discounted_cumsum.*", wrapper_cpp
+)
+for line in output_checks:
+    print(line.strip())
+print(f"checks of the operator's output: {len(output_checks)}")
+assert bool(output_checks) == (RELEASE >= (2, 13))
+assert all("_check_aoti_runtime_check_inputs_env()" in line for line in output_checks)
+
+# %%
+# From PyTorch 2.13 the package checks it, again only under
+# ``AOTI_RUNTIME_CHECK_INPUTS``; earlier releases do not check it at all.
+# Run your test suite against the package with the variable set.
+#
+# What ties a package to its machine
+# ----------------------------------
+#
+# The metadata the C++ program printed says where the package can run. Since
+# PyTorch 2.10 it names the CPU instruction set the code was compiled for
+# and the GPU's compute capability (empty here: this is a CPU package). The
+# compile command recorded in the package shows why the instruction set
+# matters:
+
+metadata = in_cpp.metadata
+print(metadata)
+compile_command = next(line for line in wrapper_cpp.splitlines() if "-shared" in line)
+flags = sorted(
+    set(re.findall(r"\s(-march=\S+|-m(?:avx|sse|fma|neon|sve)\S*)", compile_command))
+)
+print(f"instruction-set flags: {flags}")
+assert metadata["AOTI_DEVICE_KEY"] == "cpu"
+assert ("AOTI_CPU_ISA" in metadata) == (RELEASE >= (2, 10))
+if RELEASE >= (2, 10):
+    assert metadata["AOTI_COMPUTE_CAPABILITY"] == ""
+assert "-march=native" in flags
+
+# %%
+# ``-march=native`` lets the compiler use every instruction this CPU has, so
+# a CPU that lacks one of them is no safe target: build the package on the
+# oldest CPU type you deploy to.
+#
+# Which PyTorch can run it is decided by what its shared library asks of
+# libtorch, and so for the operator's library. ``nm`` lists the undefined
+# symbols of both (as on :ref:`sphx_glr_tutorials_cpp_stable_abi.py`):
+
+
+def undefined_symbols(path):
+    listed = subprocess.run(
+        ["nm", "-D", "--undefined-only", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {line.split()[-1].split("@")[0] for line in listed.splitlines() if line}
+
+
+package_so_path = scratch / "package.so"
+package_so_path.write_bytes(package_so)
+for label, path in [("package", package_so_path), ("operator", library)]:
+    needed = undefined_symbols(path)
+    pytorch_cpp = [
+        s for s in needed if s.startswith(("_ZN3c10", "_ZN2at", "_ZN5torch"))
+    ]
+    c_functions = sorted(s for s in needed if s.startswith("aoti_torch_"))
+    python = [s for s in needed if s.startswith(("Py", "_Py"))]
+    print(
+        f"{label} library: {len(python)} CPython functions, {len(pytorch_cpp)} C++"
+        f" functions of PyTorch, {len(c_functions)} C functions of libtorch, e.g."
+        f" {(sorted(pytorch_cpp, key=len) + c_functions)[:2]}"
+    )
+    assert not python
+    if label == "package":
+        assert not pytorch_cpp and "aoti_torch_cpu_addmm_out" in c_functions
+    else:
+        assert pytorch_cpp
+
+# %%
+# The package's library needs nothing of PyTorch's C++ API: only
+# ``aoti_torch_...`` C functions, the kind of interface the stable ABI is
+# built on. Our operator's library needs C++ functions of c10 and ATen,
+# which PyTorch does not keep stable between releases. Build both with the
+# PyTorch release you deploy, or write the operator against the stable ABI.
+#
+# On a GPU
+# --------
+#
+# A CUDA package is tied to a GPU architecture as well. On a machine with a
+# GPU, the page exports the model without our CPU-only operator for CUDA,
+# where ``soft_clip`` launches its Triton kernel, and the C++ program runs
+# it without any library loaded.
+
+if torch.cuda.is_available():
+
+    class GpuModel(Smoother):
+        def forward(self, x):
+            return torch.ops.aoti_ops.swish(soft_clip(self.linear(x)))
+
+    gpu_model = GpuModel().cuda().eval()
+    gpu_exported = torch.export.export(
+        gpu_model, (example.cuda(),), dynamic_shapes={"x": {0: batch}}
+    )
+    gpu_package = compile_package(
+        gpu_exported, "gpu-model", [*traced_sources, soft_clip_kernel.src]
+    )
+    gpu_run = run_program(gpu_package, x)
+    print("\n".join(gpu_run.lines))
+    with torch.no_grad():
+        torch.testing.assert_close(gpu_run.output, gpu_model(x.cuda()).cpu())
+    assert gpu_run.metadata["AOTI_DEVICE_KEY"] == "cuda"
+    triton_kernels = re.findall(
+        r"\bsoft_clip_kernel_\d+\b", read_package(gpu_package)[1]
+    )
+    print(f"our Triton kernel in the package: {sorted(set(triton_kernels))}")
+    assert triton_kernels
+    major, minor = torch.cuda.get_device_capability()
+    if RELEASE >= (2, 10):
+        assert gpu_run.metadata["AOTI_COMPUTE_CAPABILITY"] == str(major * 10 + minor)
+    print("the CUDA package ran in the C++ program and matches the eager model")
+else:
+    print("skipped: the CUDA package (no GPU on this machine)")
+
+# %%
+# On a GPU, the package's C++ launches our Triton kernel, compiled ahead of
+# time like Inductor's own kernels, and the metadata names the compute
+# capability they were compiled for (since 2.10; ``AOTI_COMPUTE_CAPABILITY``):
+# build the package on the GPU type you deploy to.
+#
 # Conclusion
 # ----------
 #
-# AOTInductor compiles what it knows into a shared library and leaves custom
-# operators as calls by name, which the dispatcher resolves wherever the
-# package runs. For a C++ operator, ship its library with the ``.pt2`` file and load
-# it first; the fake kernel is needed only to export and compile. A Python
-# operator survives compilation too, but runs only in a process that defines
-# it again, which rules it out wherever the package must run without Python.
+# A package runs without Python when every operator in it is generated code,
+# an ATen kernel of libtorch, or a C++ operator whose library the program
+# loads first; ``triton_op`` and composite operators qualify, ``custom_op``
+# does not. Export with dynamic dimensions where the model allows them, and
+# test with ``AOTI_RUNTIME_CHECK_INPUTS=1``: by default a package believes
+# whatever shapes it is handed. Build on the CPU, GPU and PyTorch release you
+# deploy to.
 
 shutil.rmtree(scratch)
 
@@ -617,6 +976,7 @@ shutil.rmtree(scratch)
 # Related pages:
 #
 # * :ref:`sphx_glr_tutorials_cpp_custom_ops.py` for writing the C++ operator
+# * :ref:`sphx_glr_tutorials_triton_custom_ops.py` for ``triton_op``
 # * :ref:`sphx_glr_tutorials_cpp_extension_packaging.py` for shipping its
 #   library as a wheel
 # * :ref:`sphx_glr_tutorials_cpp_stable_abi.py` for a library that works
