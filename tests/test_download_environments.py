@@ -11,13 +11,17 @@ it in an environment of their own, and two kinds once stopped both pages:
   build a wheel without the ``wheel`` package ("invalid command
   'bdist_wheel'").
 
-Each environment is made with uv from uv's cache (the site's pins as
-constraints, so nothing is downloaded and torch's files are linked, not
-copied), and each page runs in it from an empty folder with an empty
-extensions cache, so that it really builds its wheels. A plain venv whose
-setuptools is too old must stop the page in one line. The four page runs
-compile C++ (no CUDA: no toolkit is named), which takes most of the few
-minutes the file costs.
+The pip-less environment gets the pinned torch; the plain one the oldest
+release both pages support (torch 2.15 itself requires a recent setuptools,
+which would hide the problem). Each is made with uv from uv's cache (the
+site's pins as constraints, so nothing is downloaded and torch's files are
+linked, not copied), and each page runs in it from an empty folder with an
+empty extensions cache, so that it really builds its wheels. A plain venv
+whose setuptools is too old must stop the page in one line.
+
+Cost: the environments take seconds; the four page runs compile C++ (no
+CUDA: the first cells name no toolkit) and start a few fresh interpreters
+each, about 4 minutes of CPU on the 2-core build machine.
 """
 
 import os
@@ -31,12 +35,15 @@ from conftest import REPO, in_ci, run
 sys.path.insert(0, str(REPO / "_ext"))
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
+import matrix  # noqa: E402
 import notebooks  # noqa: E402
 
 PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
 # Left out of the constraints: a plain venv keeps the setuptools and pip it
 # was made with unless the page's packages ask for newer ones.
 SEEDED = {"setuptools", "pip", "wheel"}
+# Pinned by the release the plain venv gets, not by the site.
+TORCH_STACK = ("torch", "torchvision", "triton", "nvidia-", "cuda-")
 
 
 def first_cell_packages(page):
@@ -59,8 +66,7 @@ def uv():
     return found
 
 
-@pytest.fixture(scope="module")
-def constraints(tmp_path_factory):
+def site_pins(tmp_path_factory, *, with_torch):
     """The site's pins, less the packages a plain venv is seeded with."""
     lines = (REPO / "constraints.txt").read_text().splitlines()
     kept = [
@@ -69,10 +75,29 @@ def constraints(tmp_path_factory):
         if line.strip()
         and not line.startswith("#")
         and project_name(line) not in SEEDED
+        and (with_torch or not project_name(line).startswith(TORCH_STACK))
     ]
     path = tmp_path_factory.mktemp("constraints") / "constraints.txt"
     path.write_text("\n".join(kept) + "\n")
     return path
+
+
+@pytest.fixture(scope="module")
+def constraints(tmp_path_factory):
+    return site_pins(tmp_path_factory, with_torch=True)
+
+
+def release_key(version):
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
+def oldest_release_for_both_pages():
+    """The oldest release of the matrix that both pages support."""
+    floor = max(
+        matrix.declared_floor((REPO / "advanced" / f"{page}.py").read_text())
+        for page in PAGES
+    )
+    return next(r["torch"] for r in envs.releases() if release_key(r["torch"]) >= floor)
 
 
 def install(uv, python, specs, constraints):
@@ -120,27 +145,34 @@ def uv_venv(uv, constraints, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def plain_venv(uv, constraints, tmp_path_factory):
+def plain_venv(uv, tmp_path_factory):
     """``python -m venv`` with its own seed, then the first cells' packages.
 
-    Before the page's packages arrive, the page runs once with whatever
-    setuptools the venv was seeded with (65.5 on Python 3.11, none on 3.12+).
+    Its torch is the oldest release both pages support, as a reader on the
+    floor has it (torch 2.15 itself requires a recent setuptools; 2.10 does
+    not, on Python 3.11). Before the page's packages arrive, the page runs
+    once with whatever setuptools the venv was seeded with (65.5 on Python
+    3.11, none on 3.12 and later).
     """
+    constraints = site_pins(tmp_path_factory, with_torch=False)
     folder = tmp_path_factory.mktemp("plain-venv")
     venv = folder / "env"
     made = run([envs.base_python(), "-m", "venv", str(venv)])
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
-    specs = all_first_cell_packages()
-    install(
-        uv, python, [s for s in specs if project_name(s) != "setuptools"], constraints
-    )
-    seeded = run(
-        [str(python), "-c", "import setuptools; print(setuptools.__version__)"]
-    )
-    before = run_page(venv, PAGES[0], folder / "before")
+    torch = f"torch=={oldest_release_for_both_pages()}"
+    specs = [
+        torch if project_name(s) == "torch" else s for s in all_first_cell_packages()
+    ]
+    without_setuptools = [s for s in specs if project_name(s) != "setuptools"]
+    install(uv, python, without_setuptools, constraints)
+    version = "import setuptools; print(setuptools.__version__)"
+    seeded = run([str(python), "-c", version]).stdout.strip() or None
+    before = None
+    if seeded is None or release_key(seeded) < (70, 1):
+        before = run_page(venv, PAGES[0], folder / "before")
     install(uv, python, specs, constraints)
-    return venv, seeded.stdout.strip() or None, before
+    return venv, seeded, before
 
 
 def test_the_first_cells_name_the_build_tools_with_their_minimum_versions():
@@ -169,7 +201,7 @@ def test_wheel_page_runs_in_a_uv_venv_without_pip(uv_venv, page, tmp_path):
 
 def test_a_too_old_setuptools_stops_the_page_in_one_line(plain_venv):
     _, seeded, before = plain_venv
-    if seeded is not None and tuple(map(int, seeded.split(".")[:2])) >= (70, 1):
+    if before is None:
         pytest.skip(f"this Python seeds setuptools {seeded}, new enough already")
     assert before.returncode == 1, before.stderr[-3000:]
     assert "Traceback" not in before.stderr
