@@ -2,11 +2,11 @@
 C++ Custom Operators
 ====================
 
-After this page you will be able to write an operator's kernel in C++,
-compile it from a notebook with ``torch.utils.cpp_extension.load_inline``,
-declare it with ``TORCH_LIBRARY``, and then give it the Python pieces that
-``torch.compile``, ``torch.export`` and autograd need. You will also see what
-the compiled route costs and how to keep that cost to a single build.
+After this page you will be able to write an operator's kernel in C++ (and
+CUDA), compile it from a notebook with ``torch.utils.cpp_extension.load_inline``,
+declare it with ``TORCH_LIBRARY``, and give it the Python pieces that
+``torch.compile``, ``torch.export`` and autograd need, paying for the build
+once.
 
 .. grid:: 2
 
@@ -18,26 +18,27 @@ the compiled route costs and how to keep that cost to a single build.
        * How to add a fake kernel and a backward formula from Python
        * How to test the result with ``opcheck``, ``gradcheck`` and a
          reference, and use it in ``torch.compile`` and ``torch.export``
-       * How to cache the build, and when C++ is worth the trouble
+       * How to cache the build, compile a CUDA kernel for chosen GPUs, and
+         when C++ is worth the trouble
 
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
        * PyTorch 2.7 or later
-       * A C++ compiler and ``ninja`` (``nvcc`` too for the optional CUDA
-         kernel)
+       * A C++ compiler and ``ninja`` (for the CUDA kernel, the CUDA compiler
+         of your PyTorch's CUDA release)
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
 .. admonition:: Checklist
    :class: checklist
 
-   #. Check for a C++ compiler and ``ninja`` (and ``nvcc`` plus a GPU for a
-      CUDA kernel) before building.
+   #. Check for a C++ compiler and ``ninja`` (and a CUDA toolkit for a CUDA
+      kernel) before building.
    #. Declare the schema with ``TORCH_LIBRARY`` and register one kernel per
       device with ``TORCH_LIBRARY_IMPL``; validate arguments with
       ``TORCH_CHECK_VALUE``.
    #. Build with ``load_inline`` into a fixed ``build_directory`` so later
-      runs reuse the library.
+      runs reuse the library; name the GPUs in ``TORCH_CUDA_ARCH_LIST``.
    #. Test the kernel against a plain PyTorch reference.
    #. Register a fake kernel and a backward formula from Python, and name
       their module with ``m.set_python_module``.
@@ -49,9 +50,9 @@ the compiled route costs and how to keep that cost to a single build.
 # Setting up
 # ----------
 #
-# The page compiles C++ code while it runs, so besides PyTorch it needs a C++
-# compiler. Everything runs on the CPU; when a CUDA device and the CUDA
-# compiler are both present, a CUDA kernel is compiled and tested as well.
+# The page compiles C++ while it runs, so besides PyTorch it needs a C++
+# compiler. Everything runs on the CPU; with a CUDA toolkit a CUDA kernel is
+# compiled as well, and tested when a GPU is present.
 
 import sys
 
@@ -63,14 +64,17 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
 import importlib
 import inspect
 import os
+import re
 import shutil
+import subprocess
 import tempfile
 import time
 import warnings
+from importlib import metadata
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 from torch.autograd.gradcheck import GradcheckError
-from torch.utils import cpp_extension
 
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -84,39 +88,31 @@ print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 # :ref:`sphx_glr_tutorials_python_custom_ops.py` showed that any Python
 # function can become an operator. Reach for C++ when one of these holds:
 #
-# * **The kernel itself needs a compiled loop.** Some computations do not map
-#   onto a handful of existing tensor operations: each step depends on the
-#   previous one, or the data is walked in an order PyTorch has no operator
-#   for. In Python that becomes a loop that launches several small tensor
-#   operations per step.
-# * **The operator must run without Python.** An operator declared with
-#   ``TORCH_LIBRARY`` lives in a shared library. A C++ program linked against
-#   libtorch can load it, and so can a model compiled ahead of time with
-#   AOTInductor, which is how exported models are deployed where there is no
-#   Python interpreter. An operator whose kernel is a Python function cannot
-#   follow the model there.
+# * **The kernel needs a compiled loop**: each step depends on the previous
+#   one, or the data is walked in an order no PyTorch operator offers. In
+#   Python that is a loop launching small tensor operations per step.
+# * **The operator must run without Python**: an operator declared with
+#   ``TORCH_LIBRARY`` lives in a shared library, which a C++ program or a
+#   model compiled ahead of time with AOTInductor can load.
 #
-# The price: you need a compiler toolchain that matches your PyTorch build,
-# the code must be compiled (per platform and per PyTorch version) before it
-# can run, and a memory error in C++ takes down the whole process instead of
-# raising a Python exception. The rest of this page pays that price once and
-# measures it.
+# The price: a toolchain that matches your PyTorch build, a compile per
+# platform and PyTorch release, and memory errors that take down the whole
+# process instead of raising an exception.
 #
 # The operation: a discounted cumulative sum
 # ------------------------------------------
 #
-# Our operator walks along the last dimension of a tensor and keeps a running
-# total that fades by a factor ``decay`` at every step::
+# Our operator walks along the last dimension and keeps a running total that
+# fades by a factor ``decay`` at every step::
 #
 #     y[..., 0] = x[..., 0]
 #     y[..., t] = decay * y[..., t - 1] + x[..., t]
 #
-# With ``reverse=True`` it walks from the end instead, which computes
-# discounted returns in reinforcement learning. Scaled by ``1 - decay``, it is
-# an exponential moving average. ``torch.cumsum`` is the special case
-# ``decay == 1``, but PyTorch has no ready-made operator for the general case:
-# every step needs the result of the previous one. Here is the reference we will test
-# against, written as the obvious Python loop:
+# With ``reverse=True`` it walks from the end, which computes discounted
+# returns in reinforcement learning; scaled by ``1 - decay`` it is an
+# exponential moving average. ``torch.cumsum`` is the case ``decay == 1``;
+# PyTorch has no operator for the general case. The reference we test
+# against is the obvious Python loop:
 
 
 def discounted_cumsum_reference(x, decay, reverse=False):
@@ -143,53 +139,76 @@ torch.testing.assert_close(
 
 # %%
 # The result matches the recurrence worked out by hand, and with ``decay``
-# equal to 1 it is an ordinary ``cumsum``. The reference pays for every
-# position with a trip through the Python interpreter; the C++ kernel below
-# runs the same recurrence as a tight loop.
+# equal to 1 it is ``cumsum``.
 #
 # Checking the toolchain
 # ----------------------
 #
-# ``load_inline`` writes the source to a file, generates a ``ninja`` build
-# file and runs the C++ compiler named by the ``CXX`` environment variable
-# (``c++`` when it is unset). Without ``ninja``, ``load_inline`` stops at once;
-# without a compiler, the build fails deep inside ``cpp_extension`` with a
-# long and confusing log. So we check for both first and stop with an error
-# that names the missing tool. The page is about C++, so it cannot skip
-# this part. The CUDA kernel is different: it needs both a GPU and ``nvcc``,
-# and without either one the page builds and tests the CPU kernel only,
-# saying which of the two is missing.
+# ``load_inline`` builds with ``ninja`` and the C++ compiler named by ``CXX``
+# (``c++`` when unset); without either, the build fails deep inside
+# ``cpp_extension`` with a long log, so we check first. The CUDA kernel needs
+# no GPU to compile, only the CUDA compiler and headers of PyTorch's CUDA
+# release: the toolkit ``CUDA_HOME`` names, or pip's ``nvidia-cuda-nvcc``
+# and its siblings, which ``find_cuda_toolkit`` (hidden) looks for.
+# ``cpp_extension`` reads ``CUDA_HOME`` when it is imported, so we set it
+# first (without a GPU, it logs that it found no CUDA runtime: expected).
+# Without a toolkit the page skips the CUDA kernel, unless a GPU is present:
+# then it is an error.
 
-compiler = os.environ.get("CXX", "cl" if sys.platform == "win32" else "c++")
-compiler_path = shutil.which(compiler)
-if compiler_path is None:
-    raise RuntimeError(
-        f"This page compiles C++ code, but no C++ compiler named {compiler!r} "
-        "was found on PATH. Install one (for example g++ or clang++), or point "
-        "the CXX environment variable at it, and run the page again."
-    )
+# sphinx_gallery_start_ignore
+# The CUDA compiler, its headers and cuobjdump, as pip installs them (CUDA 13
+# and later put them all in site-packages/nvidia/cu13).
+CUDA_PACKAGES = [
+    "nvidia-cuda-nvcc",
+    "nvidia-cuda-crt",
+    "nvidia-nvvm",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-cuobjdump",
+]
+
+
+def version_of(name):
+    try:
+        return ".".join(re.findall(r"\d+", metadata.version(name))[:2])
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def find_cuda_toolkit():
+    """(the CUDA_HOME to build with, or None; a few words on where it came from)."""
+    if torch.version.cuda is None:
+        return None, f"this PyTorch ({torch.__version__}) has no CUDA"
+    if os.environ.get("CUDA_HOME"):
+        return Path(os.environ["CUDA_HOME"]), "the toolkit CUDA_HOME names"
+    cuda = ".".join(torch.version.cuda.split(".")[:2])
+    if int(cuda.split(".")[0]) < 13:  # no single CUDA_HOME folder from pip
+        return None, f"no CUDA {cuda} toolkit (set CUDA_HOME to one)"
+    if any(version_of(name) != cuda for name in CUDA_PACKAGES):
+        wanted = " ".join(f"{name}=={cuda}.*" for name in CUDA_PACKAGES)
+        return None, f"no CUDA {cuda} toolkit (pip install {wanted})"
+    (nvcc,) = [f for f in metadata.files("nvidia-cuda-nvcc") if f.name == "nvcc"]
+    home = Path(nvcc.locate()).resolve().parent.parent
+    return home, f"CUDA {cuda} from pip ({home})"
+
+
+# sphinx_gallery_end_ignore
+compiler = os.environ.get("CXX", "c++")
+if shutil.which(compiler) is None:
+    sys.exit(f"This page compiles C++: no compiler {compiler!r} on PATH (set CXX).")
+cuda_home, toolkit = find_cuda_toolkit()
+if cuda_home is None and torch.cuda.is_available():
+    raise RuntimeError(f"A GPU is present, but its kernel cannot be built: {toolkit}")
+if cuda_home is not None:
+    os.environ["CUDA_HOME"] = str(cuda_home)
+
+from torch.utils import cpp_extension  # noqa: E402  (after CUDA_HOME is set)
+
 if not cpp_extension.is_ninja_available():
-    raise RuntimeError(
-        "This page compiles C++ code with load_inline, which needs the ninja "
-        "build tool. Install it (for example `pip install ninja`) and run the "
-        "page again."
+    sys.exit(
+        "This page builds C++ with load_inline, which needs ninja (pip install ninja)."
     )
-nvcc = os.path.join(cpp_extension.CUDA_HOME or "", "bin", "nvcc")
-has_nvcc = os.path.isfile(nvcc)
-build_cuda = torch.cuda.is_available() and has_nvcc
-print(f"C++ compiler: {compiler_path}")
-if build_cuda:
-    print(f"CUDA kernel: will be built with {nvcc}")
-else:
-    missing = [
-        what
-        for what, present in (
-            ("CUDA GPU", torch.cuda.is_available()),
-            ("nvcc", has_nvcc),
-        )
-        if not present
-    ]
-    print(f"CUDA kernel: skipped, this machine has no {' and no '.join(missing)}")
+print(f"C++ compiler: {shutil.which(compiler)}")
+print(f"CUDA kernel: {'built with ' if cuda_home else 'skipped the build, '}{toolkit}")
 
 # %%
 # Declaring the operator and its CPU kernel
@@ -199,20 +218,16 @@ else:
 #
 # * A kernel: an ordinary C++ function from ``at::Tensor`` and plain values to
 #   ``at::Tensor``.
-# * ``TORCH_LIBRARY(cpp_ops, m)`` declares the namespace ``cpp_ops`` and, with
-#   ``m.def``, the operator's schema. The schema is the contract every other
-#   part of PyTorch relies on: argument types, defaults, and the fact that
-#   nothing is mutated (no ``Tensor(a!)`` annotations).
+# * ``TORCH_LIBRARY(cpp_ops, m)`` declares the namespace and, with ``m.def``,
+#   the operator's schema: argument types, defaults, and the fact that
+#   nothing is mutated (no ``Tensor(a!)``).
 # * ``TORCH_LIBRARY_IMPL(cpp_ops, CPU, m)`` registers the kernel for CPU
-#   tensors. Other devices get their own ``TORCH_LIBRARY_IMPL`` blocks.
+#   tensors; other devices get their own blocks.
 #
-# The kernel validates its arguments with ``TORCH_CHECK_VALUE``, which
-# surfaces in Python as a ``ValueError``. It makes the input contiguous, treats
-# everything but the last dimension as independent rows, and lets
-# ``at::parallel_for`` spread the rows over CPU threads. It includes only the
-# headers it uses rather than the catch-all ``torch/extension.h``, which
-# pulls in all of PyTorch's C++ API and pybind11 and makes every compile
-# slower.
+# ``TORCH_CHECK_VALUE`` surfaces in Python as a ``ValueError``. The kernel
+# treats everything but the last dimension as rows, which ``at::parallel_for``
+# spreads over CPU threads, and includes only the headers it uses, not
+# ``torch/extension.h``, which pulls in pybind11 and slows every compile.
 
 CPP_SOURCE = r"""
 #include <ATen/Dispatch.h>
@@ -298,13 +313,10 @@ TORCH_LIBRARY_IMPL(cpp_ops, CPU, m) {
 # A CUDA kernel for the same operator
 # -----------------------------------
 #
-# The CUDA version keeps the same recurrence and gives each row to one GPU
-# thread. That is the simplest correct mapping, not the fastest (threads of a
-# warp read addresses a whole row apart), but it shows the registration:
-# another ``TORCH_LIBRARY_IMPL`` block, this time for the ``CUDA`` dispatch
-# key. The kernel launches on PyTorch's current stream, and a device guard
-# makes sure it runs on the GPU that holds ``x``. This source is compiled only
-# when a GPU and ``nvcc`` are both available.
+# The CUDA version gives each row to one GPU thread: the simplest correct
+# mapping, not the fastest. It registers for the ``CUDA`` dispatch key,
+# launches on PyTorch's current stream, and a device guard makes it run on
+# the GPU that holds ``x``.
 
 CUDA_SOURCE = r"""
 #include <ATen/Dispatch.h>
@@ -371,25 +383,19 @@ TORCH_LIBRARY_IMPL(cpp_ops, CUDA, m) {
 # Compiling once, reusing the build
 # ---------------------------------
 #
-# ``load_inline`` compiles the sources into a shared library with ``ninja``
-# and loads it. We pass ``is_python_module=False`` because the library needs
-# no Python bindings: loading it runs the ``TORCH_LIBRARY`` blocks, which
-# register the operator with PyTorch's dispatcher, and from then on it is
-# reachable as ``torch.ops.cpp_ops.discounted_cumsum``.
+# ``load_inline`` compiles the sources with ``ninja`` and loads the library.
+# ``is_python_module=False``: the library needs no Python bindings, since
+# loading it runs the ``TORCH_LIBRARY`` blocks. A fixed ``build_directory``
+# per Python and PyTorch version, under ``$TORCH_EXTENSIONS_DIR`` (or
+# PyTorch's default cache), lets ``ninja`` rebuild only what changed, so a
+# later run just loads the library. ``no_implicit_headers=True`` (newer
+# releases) stops ``load_inline`` from prepending ``torch/extension.h``.
 #
-# We also pass an explicit ``build_directory``. Inside it, ``load_inline``
-# rewrites the source file only when its text changes, and ``ninja`` rebuilds
-# only when a source, header or flag changes. A later run of this page, in a
-# fresh process, finds the finished library and just loads it. The directory
-# sits under ``$TORCH_EXTENSIONS_DIR`` when that environment variable is set
-# and under PyTorch's default cache folder (``~/.cache/torch_extensions`` on
-# Linux) otherwise, in a subfolder per Python and PyTorch version, since a
-# library built against one PyTorch version is not meant to be loaded by
-# another.
-#
-# ``no_implicit_headers=True`` (a newer ``load_inline`` option, so we only pass
-# it when it exists) stops ``load_inline`` from prepending
-# ``torch/extension.h``; our sources include what they need.
+# The CUDA kernel is compiled for the GPUs ``TORCH_CUDA_ARCH_LIST`` names:
+# compute capability 8.0 (A100) and 9.0 (H100, also as PTX that the driver
+# compiles for newer GPUs), plus any GPU this machine has. Without the list,
+# ``load_inline`` compiles for this machine's GPUs, and fails when it has
+# none.
 
 
 def load_cached_extension(name, cpp_source, cuda_source=None):
@@ -400,48 +406,56 @@ def load_cached_extension(name, cpp_source, cuda_source=None):
     version_tag = (
         f"py{sys.version_info.major}{sys.version_info.minor}_torch{torch.__version__}"
     )
-    build_directory = os.path.join(root, version_tag, name)
-    os.makedirs(build_directory, exist_ok=True)
-    suffix = ".pyd" if sys.platform == "win32" else ".so"
-    library = os.path.join(build_directory, name + suffix)
-    stamp_before = os.stat(library).st_mtime_ns if os.path.exists(library) else None
+    build_directory = Path(root, version_tag, name)
+    build_directory.mkdir(parents=True, exist_ok=True)
+    library = build_directory / f"{name}.so"
+    stamp_before = library.stat().st_mtime_ns if library.exists() else None
 
     options = {}
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
         options["no_implicit_headers"] = True
     if cuda_source is not None:
-        options["cuda_sources"] = [cuda_source]
-        options["extra_cuda_cflags"] = ["-O2"]
+        options |= {"cuda_sources": [cuda_source], "extra_cuda_cflags": ["-O2"]}
+        # pip's CUDA runtime has libcudart.so.13, not the libcudart.so link
+        # that load_inline's -lcudart needs: put one in the build folder.
+        link = build_directory / "libcudart.so"
+        if not link.exists():
+            cudart = next(Path(cpp_extension.CUDA_HOME).glob("lib*/libcudart.so*"))
+            link.symlink_to(cudart)
+        options["extra_ldflags"] = [f"-L{build_directory}"]
     start = time.perf_counter()
     loaded = cpp_extension.load_inline(
         name=name,
         cpp_sources=[cpp_source],
         extra_cflags=["-O2"],
-        build_directory=build_directory,
+        build_directory=str(build_directory),
         is_python_module=False,
         **options,
     )
     seconds = time.perf_counter() - start
-    compiled = loaded != library or os.stat(library).st_mtime_ns != stamp_before
-    return loaded, compiled, seconds
+    compiled = loaded != str(library) or library.stat().st_mtime_ns != stamp_before
+    return Path(loaded), compiled, seconds
 
 
-extension_name = "cpp_ops_discounted_cumsum" + ("_cuda" if build_cuda else "")
-cuda_source = CUDA_SOURCE if build_cuda else None
-# A failed build raises RuntimeError with the compiler's output; with a
-# compiler (and, for CUDA, a GPU and nvcc) present, that is a real error.
+gpus = {
+    "{}.{}".format(*torch.cuda.get_device_capability(i))
+    for i in range(torch.cuda.device_count())
+}
+cuda_archs = ["8.0", "9.0+PTX", *sorted(gpus - {"8.0", "9.0"})]
+os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(cuda_archs)
+extension_name = "cpp_ops_discounted_cumsum" + ("_cuda" if cuda_home else "")
+cuda_source = CUDA_SOURCE if cuda_home else None
 library, compiled, build_seconds = load_cached_extension(
     extension_name, CPP_SOURCE, cuda_source
 )
 action = "compiled the extension" if compiled else "reused the cached build"
 print(f"{action} in {build_seconds:.2f} s")
 print(f"library: {library}")
-assert os.path.exists(library)
 
 # %%
-# The first run of the page pays for the compilation; a second run finds the
-# library up to date and only loads it. The same happens within one process,
-# for instance when a notebook cell is run twice:
+# The first run of the page pays for the compilation; a second run, or a
+# notebook cell run twice, finds the library up to date and only loads it.
+# Delete the folder printed above to force a rebuild.
 
 library_again, compiled_again, seconds_again = load_cached_extension(
     extension_name, CPP_SOURCE, cuda_source
@@ -450,33 +464,49 @@ print(f"second load: compiled={compiled_again}, {seconds_again:.2f} s")
 assert library_again == library and not compiled_again
 
 # %%
-# To put the cache somewhere else, for instance on a CI runner's persistent
-# volume, set ``TORCH_EXTENSIONS_DIR`` before running the page. To force a
-# rebuild, delete the directory printed above.
-#
-# The operator now exists, with the schema written in C++:
+# ``cuobjdump``, from the CUDA toolkit, lists the GPU code in the library:
+# machine code (``ELF``) per architecture, and ``PTX``.
+
+if cuda_home:
+    listed = subprocess.run(
+        [cuda_home / "bin" / "cuobjdump", "--list-elf", "--list-ptx", library],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    print(listed.strip())
+    elf = {f"sm_{n}" for n in re.findall(r"ELF file.*\.sm_(\d+)\.cubin", listed)}
+    ptx = {f"sm_{n}" for n in re.findall(r"PTX file.*\.sm_(\d+)\.ptx", listed)}
+    asked = {"sm_" + arch.split("+")[0].replace(".", "") for arch in cuda_archs}
+    assert elf == asked and ptx == {"sm_90"}
+else:
+    print(f"no GPU code in {library.name}: the CUDA build was skipped")
+
+# %%
+# The library holds code for exactly the architectures asked for, whether or
+# not this machine has a GPU. The operator now exists, with the schema
+# written in C++:
 
 discounted_cumsum = torch.ops.cpp_ops.discounted_cumsum.default
 print(discounted_cumsum._schema)
 assert str(discounted_cumsum._schema) == (
     "cpp_ops::discounted_cumsum(Tensor x, float decay, bool reverse=False) -> Tensor"
 )
-op_devices = ["cpu"] + (["cuda"] if build_cuda else [])
-print(f"kernels registered for: {op_devices}")
+op_devices = devices
+print(f"tested on: {op_devices}")
 
 # %%
-# ``_schema`` is the parsed schema that the dispatcher stores for an operator
-# overload. There is no public accessor for it; we read it only to show that
-# the declaration from C++ arrived intact.
+# (``_schema`` is private; we read it only to show that the declaration
+# arrived intact.)
 #
 # Testing the kernel against the reference
 # ----------------------------------------
 #
 # ``opcheck`` (below) checks how an operator is registered, not what it
-# computes, so first we compare the kernel with the Python reference on every
-# device that has a kernel. The cases cover both dtypes, both directions, a
-# non-contiguous input, a length-one last dimension and an empty tensor. We
-# record each check in ``checks`` to print a summary at the end.
+# computes, so first we compare the kernel with the reference on every device
+# tested: both dtypes, both directions, a non-contiguous input, a length-one
+# last dimension and an empty tensor. ``checks`` records each check for a
+# summary at the end.
 
 checks = {}
 
@@ -507,9 +537,8 @@ for device in op_devices:
 print(f"kernel matches the reference on {op_devices}")
 
 # %%
-# A picture shows the same agreement. Scaled by ``1 - decay``, the operator
-# is an exponential moving average; the curves are the C++ kernel and the
-# markers the Python reference, for two decays applied to a noisy sine wave.
+# A picture of the same agreement: the exponential moving average of a noisy
+# sine wave, from the C++ kernel (lines) and the reference (dots).
 
 steps = torch.arange(200, dtype=torch.float32)
 noisy = torch.sin(steps / 20) + 0.4 * torch.randn(200)
@@ -538,10 +567,9 @@ assert roughness[0.95] < roughness[0.8]
 # Bad input raises ``ValueError``
 # -------------------------------
 #
-# ``TORCH_CHECK_VALUE`` in the kernel turns a bad argument into a Python
-# ``ValueError`` with the message written in C++, instead of a silently wrong
-# tensor. A decay above 1 would make the running total grow without bound,
-# and an integer tensor is not a type the kernel was compiled for:
+# ``TORCH_CHECK_VALUE`` turns a bad argument into a ``ValueError`` with the
+# message written in C++: a decay above 1 (the total would grow without
+# bound) and an integer tensor (a type the kernel was not compiled for):
 
 for device in op_devices:
     bad_calls = {
@@ -563,11 +591,10 @@ for device in op_devices:
 # No Python in the call path
 # --------------------------
 #
-# What does "no Python" mean in practice? Python's ``sys.setprofile`` hook
-# sees every Python function that starts running. We list the ones entered
-# while the operator runs, leaving out the ``torch.ops`` entry point that we
-# call from Python ourselves. For a kernel written in C++ the list is empty:
-# once the call reaches the dispatcher, everything happens in compiled code.
+# Python's ``sys.setprofile`` hook sees every Python function that starts
+# running. We list those entered while the operator runs, leaving out the
+# ``torch.ops`` entry point we call ourselves. For a C++ kernel the list is
+# empty: past the dispatcher, everything is compiled code.
 
 ENTRY_POINT = ("_ops.py", "__call__")
 
@@ -599,10 +626,10 @@ assert entered == []
 # A fake kernel, registered from Python
 # -------------------------------------
 #
-# ``torch.compile`` and ``torch.export`` trace programs with fake tensors,
-# which carry shapes, strides and dtypes but no data. A C++ kernel cannot run
-# on them, so the operator needs a fake kernel. ``opcheck`` can test just
-# that, with ``test_utils="test_faketensor"``. Without a fake kernel it fails:
+# ``torch.compile`` and ``torch.export`` trace with fake tensors, which carry
+# shapes, strides and dtypes but no data. A C++ kernel cannot run on them, so
+# the operator needs a fake kernel; ``opcheck`` with
+# ``test_utils="test_faketensor"`` tests just that, and fails without one:
 
 example = torch.randn(3, 10)
 report = torch.library.opcheck(
@@ -616,12 +643,11 @@ print(f"test_faketensor: {type(failure).__name__}: {str(failure).splitlines()[0]
 assert failure != "SUCCESS"
 
 # %%
-# The fake kernel can be written in Python even though the operator was
-# declared in C++: ``torch.library.register_fake`` takes the operator's
-# qualified name. It repeats the kernel's argument checks, so a bad call fails
-# the same way while tracing, and returns an empty tensor shaped like the real
-# output: contiguous, whatever the input's strides, because the C++ kernel
-# allocates its output from ``x.contiguous()``.
+# ``torch.library.register_fake`` takes the qualified name of an operator
+# declared in C++. The fake kernel repeats the C++ argument checks, so a bad
+# call fails the same way while tracing, and returns an empty tensor shaped
+# like the real output: contiguous, like the C++ kernel's, which allocates
+# from ``x.contiguous()``.
 
 
 def check_discounted_cumsum_args(x, decay):
@@ -654,10 +680,9 @@ print(f"with the fake kernel: {report}")
 assert report == {"test_faketensor": "SUCCESS"}
 
 # %%
-# ``register_fake`` also installs a kernel for *meta* tensors (shapes and
-# dtypes without data, usable without any compiler) that runs the same fake
-# kernel. That lets us check both promises directly: a transposed input gives
-# a contiguous output, and a bad ``decay`` is refused.
+# ``register_fake`` also serves *meta* tensors (no data, no compiler needed),
+# so we can check both promises directly: a transposed input gives a
+# contiguous output, and a bad ``decay`` is refused.
 
 meta_input = torch.empty(10, 3, device="meta").t()
 meta_output = discounted_cumsum(meta_input, 0.9)
@@ -674,9 +699,8 @@ else:
 # A backward formula, registered from Python
 # ------------------------------------------
 #
-# Autograd does not know the derivative of a C++ kernel either, and this gap
-# is easy to miss: PyTorch does not refuse to backpropagate through the
-# operator. It only warns, and the input gets no gradient at all:
+# Autograd does not know the derivative of a C++ kernel either, and the gap
+# is easy to miss: PyTorch only warns, and the input gets no gradient:
 
 x = torch.randn(3, 10, requires_grad=True)
 with warnings.catch_warnings(record=True) as caught:
@@ -689,11 +713,9 @@ print(f"{user_warnings[0].category.__name__}: {str(user_warnings[0].message)[:72
 assert "autograd kernel was not registered" in str(user_warnings[0].message)
 
 # %%
-# ``gradcheck`` catches the problem, because it compares the gradient with
-# finite differences. (``GradcheckError`` is defined in the
-# ``torch.autograd.gradcheck`` module and is not re-exported from
-# ``torch.autograd``, so we import it from that module.) The warning we have
-# just seen is silenced here.
+# ``gradcheck`` catches it, comparing the gradient with finite differences
+# (``GradcheckError`` comes from ``torch.autograd.gradcheck``; the warning is
+# silenced here).
 
 x64 = torch.randn(3, 12, dtype=torch.float64, requires_grad=True)
 try:
@@ -709,13 +731,9 @@ else:
 # Now the formula. Each output ``y[t]`` adds up ``x[s] * decay ** (t - s)``
 # for every ``s`` up to ``t``, so the gradient with respect to ``x[s]`` adds
 # up ``grad[t] * decay ** (t - s)`` for every ``t`` from ``s`` on: the same
-# discounted sum, run in the other direction. The backward is therefore the
-# operator itself with ``reverse`` flipped. Because it is built from an
-# operator with a registered derivative, autograd can differentiate the
-# backward too.
-#
-# ``decay`` and ``reverse`` are plain Python values, not tensors, so their
-# gradients are ``None``.
+# sum in the other direction. The backward is the operator with ``reverse``
+# flipped, so autograd can differentiate it too. ``decay`` and ``reverse``
+# are not tensors: their gradients are ``None``.
 
 
 def setup_context(ctx, inputs, output):
@@ -736,9 +754,8 @@ torch.library.register_autograd(
 )
 
 # %%
-# ``gradcheck`` compares the formula with finite differences, in float64 and
-# in both directions; ``gradgradcheck`` does the same for the second
-# derivative.
+# ``gradcheck`` and ``gradgradcheck`` check the first and second derivatives
+# in float64, in both directions.
 
 for device in op_devices:
     for reverse in (False, True):
@@ -756,13 +773,11 @@ print(f"gradcheck and gradgradcheck pass on {op_devices}")
 # Testing the registrations with ``opcheck``
 # ------------------------------------------
 #
-# Now the full ``opcheck``: the schema is honest about mutation and aliasing,
-# the fake kernel agrees with the real one, the autograd registration is the
-# supported kind, and the operator gives the same results and gradients
-# through the compiler's tracing machinery. The samples cover the layouts an
-# operator meets in practice, each with and without ``requires_grad``:
-# row-major, non-contiguous (every other column), permuted (dense but
-# column-major), channels-last 4-D, empty, and float64.
+# The full ``opcheck`` checks the schema's honesty about mutation and
+# aliasing, the fake kernel against the real one, the autograd registration,
+# and results and gradients through the compiler's tracing. The samples,
+# each with and without ``requires_grad``: row-major, non-contiguous,
+# permuted (dense, column-major), channels-last, empty, and float64.
 
 
 def opcheck_samples(device):
@@ -794,23 +809,18 @@ print(f"opcheck passes on {op_devices} for every layout, with and without grad")
 # Keeping the Python half with the library
 # ----------------------------------------
 #
-# This page registers the fake kernel and the backward from its own script.
-# A packaged extension keeps them in a Python module of its own, which its
-# package imports right after loading the shared library. Someone who loads
-# only the shared library (``torch.ops.load_library``, or a C++ program that
-# later hands tensors back to Python) gets an operator without those
-# registrations, and tracing it fails. ``m.set_python_module("module")`` in
-# the ``TORCH_LIBRARY`` block records, for every operator defined after it,
-# which module holds its Python half, so that:
+# A packaged extension keeps its Python registrations in a module that the
+# package imports right after loading the library. Whoever loads only the
+# library (``torch.ops.load_library``) gets an operator that cannot be
+# traced. ``m.set_python_module("module")`` in the ``TORCH_LIBRARY`` block
+# records, for the operators defined after it, which module holds their
+# Python half: the error for a missing fake kernel names it, and
+# ``register_fake`` checks that the fake kernel comes from it.
 #
-# * the error for a missing fake kernel names the module to import, and
-# * ``torch.library.register_fake`` checks that the fake kernel really is
-#   registered from that module.
-#
-# Our C++ source declared a second operator after such a call:
-# ``discounted_return``, the discounted sum of a whole sequence (the reversed
-# running total at position 0). Before its module is imported, a call with
-# meta tensors (a fake kernel's job) fails and says what to import:
+# Our C++ source declared ``discounted_return`` after such a call: the
+# discounted sum of a whole sequence (the reversed running total at position
+# 0). Before its module is imported, a meta call fails and says what to
+# import:
 
 discounted_return = torch.ops.cpp_ops.discounted_return.default
 stub = torch._C._dispatch_pystub("cpp_ops::discounted_return", "")
@@ -826,11 +836,11 @@ else:
     raise AssertionError("expected the missing fake kernel to name its module")
 
 # %%
-# ``torch._C._dispatch_pystub`` is the dispatcher's private record of that
-# call, read here only to show it. The module itself is ordinary Python. The
-# page writes it into a temporary folder and imports it, as a package would:
-# a fake kernel that repeats the argument checks, and a backward formula
-# (the gradient of ``x[..., t]`` is ``grad * decay ** t``).
+# (``torch._C._dispatch_pystub`` is the dispatcher's private record, read
+# only to show it.) The module is ordinary Python, written to a temporary
+# folder and imported as a package would: a fake kernel with the argument
+# checks, and a backward (the gradient of ``x[..., t]`` is
+# ``grad * decay ** t``).
 
 REGISTRATIONS = """
 import torch
@@ -889,8 +899,6 @@ print(f"after the import, a meta call gives shape {tuple(meta_return.shape)}")
 assert meta_return.shape == (4,)
 
 # %%
-# The first fake call also ran ``register_fake``'s check that the module
-# matches the one named in C++ (it raises ``RuntimeError`` when they differ).
 # The operator now passes the same tests as ``discounted_cumsum``; it has a
 # CPU kernel only.
 
@@ -917,10 +925,9 @@ for device in ("cpu", "meta"):  # the C++ kernel, then the fake kernel
 # Where Python comes back
 # -----------------------
 #
-# The fake kernel runs only for fake and meta tensors, never for real ones,
-# but the backward formula we registered from Python sits on the *Autograd*
-# dispatch key, which every ordinary call passes through, whether or not the
-# input requires grad. Run the same measurement again:
+# The fake kernel never runs for real tensors, but the Python backward sits
+# on the *Autograd* dispatch key, which every ordinary call passes through.
+# The same measurement again:
 
 entered = python_functions_entered(discounted_cumsum, torch.randn(8, 64), 0.9)
 print(f"after register_autograd: {len(entered)} Python functions, e.g. {entered[:2]}")
@@ -932,22 +939,19 @@ print(f"under torch.inference_mode: {entered}")
 assert entered == []
 
 # %%
-# Inside ``torch.inference_mode`` autograd is switched off entirely, the
-# Autograd key is skipped, and the call is pure C++ again. That is the
-# situation of a deployed inference model. If the training path must be free
-# of Python as well, the backward formula has to be written in C++ too, as a
-# ``torch::autograd::Function`` registered for the ``Autograd`` key, at the
-# cost of more C++ to write and compile.
+# Inside ``torch.inference_mode`` the Autograd key is skipped and the call is
+# pure C++ again, as in a deployed inference model. A training path free of
+# Python needs the backward in C++ too, as a ``torch::autograd::Function``
+# registered for the ``Autograd`` key.
 #
 # Using the operator in ``torch.compile``
 # ---------------------------------------
 #
-# With the fake kernel and the backward formula in place, the operator
-# compiles into a single graph (``fullgraph=True`` turns any graph break into
-# an error) and trains. We use the ``aot_eager`` backend, which runs the same
-# tracing and autograd machinery as the default Inductor backend but skips
-# generating code, to keep the page quick. The compiled loss and gradient
-# must match eager mode.
+# With the fake kernel and the backward in place, the operator compiles into
+# one graph (``fullgraph=True`` turns a graph break into an error) and
+# trains. The ``aot_eager`` backend traces forward and backward with
+# AOTAutograd but generates no code, which keeps the page quick. Loss and
+# gradient must match eager mode.
 
 
 def smoothed_energy(x):
@@ -972,11 +976,9 @@ print(f"compiled loss and gradient match eager on {op_devices}")
 # Exporting a model that uses the operator
 # ----------------------------------------
 #
-# ``torch.export`` records the operator as one node that refers to it by its
-# qualified name, ``cpp_ops::discounted_cumsum``, exactly as it records
-# PyTorch's own operators. It never looks inside the kernel, which is why an
-# exported program can later be compiled ahead of time and run from C++ with
-# the same shared library.
+# ``torch.export`` records the operator as one node named
+# ``cpp_ops::discounted_cumsum``, as it records PyTorch's own operators; it
+# never looks inside the kernel.
 
 
 class ExponentialSmoother(torch.nn.Module):
@@ -1000,15 +1002,12 @@ for device in op_devices:
 print(exported.graph)
 
 # %%
-# Besides its input and output, the exported graph holds two calls: the
-# operator, exactly once, and the multiplication by ``1 - decay`` written in
-# Python. Whoever loads such a program, in Python or in C++, must load the
-# shared library first so that the name resolves to a kernel.
+# The graph holds two calls: the operator, once, and the multiplication by
+# ``1 - decay``. Whoever loads such a program must load the shared library
+# first, so that the name resolves to a kernel.
 #
 # What was checked, and what it cost
 # ----------------------------------
-#
-# Here is everything this run verified, per device:
 
 columns = ["cpu", "cuda"]
 
@@ -1016,46 +1015,37 @@ columns = ["cpu", "cuda"]
 def cell(check, device):
     if device in checks[check]:
         return "passed"
-    if device not in devices:
-        return "no GPU"
-    return "no nvcc"
+    assert device not in devices, f"{check} did not run on {device}"
+    return "no GPU"
 
 
 print(f"{'check':<38}" + "".join(f"{d:>10}" for d in columns))
 for check in checks:
     print(f"{check:<38}" + "".join(f"{cell(check, d):>10}" for d in columns))
 print(f"\nbuild: {action} in {build_seconds:.2f} s")
-print(f"cache: {os.path.dirname(library)}")
+print(f"cache: {library.parent}")
 
 # %%
-# The compile time printed above is the one-time cost of the C++ route in this
-# run (or, when the cache was warm, the cost of finding and loading the
-# library). A real project compiles ahead of time instead, with
-# ``setuptools`` and ``torch.utils.cpp_extension.CppExtension`` in a package
-# build, and ships the binary; ``load_inline`` is the quickest way to try an
-# idea. Three pages take the next steps:
+# The compile time is the one-time cost of the C++ route (on a warm cache,
+# the cost of loading the library). ``load_inline`` is the quickest way to
+# try an idea; a real project compiles ahead of time and ships the binary:
 #
 # * :ref:`sphx_glr_tutorials_cpp_extension_packaging.py` turns this operator
-#   into a real extension package: a ``setup.py``, wheels, the Python module
-#   named by ``m.set_python_module``, and ``py_limited_api`` so one wheel
-#   serves several Python versions.
-# * :ref:`sphx_glr_tutorials_cpp_stable_abi.py` writes the kernel against
-#   LibTorch's stable ABI, so one binary keeps working across PyTorch
-#   releases instead of being rebuilt for each.
-# * :ref:`sphx_glr_tutorials_aot_inductor_custom_ops.py` compiles an exported
-#   model that calls a custom operator ahead of time with AOTInductor and runs
-#   it without Python.
+#   into a package and a wheel you can publish.
+# * :ref:`sphx_glr_tutorials_cpp_stable_abi.py` builds one binary that keeps
+#   working across PyTorch releases.
+# * :ref:`sphx_glr_tutorials_aot_inductor_custom_ops.py` runs an exported
+#   model that calls the operator without Python.
 #
 # Conclusion
 # ----------
 #
-# A C++ operator is three small pieces of C++ (a kernel, a schema in
-# ``TORCH_LIBRARY``, a registration in ``TORCH_LIBRARY_IMPL``) plus the same
-# Python registrations a Python operator needs: a fake kernel for the
-# compilers and a backward formula for autograd, kept in the module that
-# ``m.set_python_module`` names. Test it the same way, against a reference,
-# with ``gradcheck`` and with ``opcheck``. In return, its kernel runs without
-# the Python interpreter, inside and outside of Python.
+# A C++ operator is a kernel, a schema in ``TORCH_LIBRARY`` and a
+# registration in ``TORCH_LIBRARY_IMPL``, plus the Python registrations any
+# operator needs: a fake kernel and a backward formula, in the module that
+# ``m.set_python_module`` names. Test it against a reference, with
+# ``gradcheck`` and with ``opcheck``. In return, its kernel runs without the
+# Python interpreter.
 #
 # Related pages:
 #

@@ -4,9 +4,10 @@ One Wheel for Many PyTorch Releases: the Stable ABI
 
 After this page you will be able to write a C++ operator against LibTorch's
 stable API, so that one compiled wheel runs on the PyTorch release it targets
-and on every later one, instead of only on the release it was built with. You
-will see what the stable API offers, how to reach the parts of ATen it does
-not wrap, and how to check which releases a wheel can run on.
+and on the releases that follow, within PyTorch's compatibility window,
+instead of only on the release it was built with. You will see what the
+stable API offers, how to reach the parts of ATen it does not wrap, and how
+to check which releases a wheel can run on.
 
 .. grid:: 2
 
@@ -23,24 +24,28 @@ not wrap, and how to check which releases a wheel can run on.
        :class-card: card-prerequisites
 
        * PyTorch 2.10 or later
-       * A C++ compiler and binutils (``nm``), pip, setuptools and packaging
+       * A C++ compiler and binutils (``nm``), and the packages the page
+         checks first (setuptools, build, installer, packaging)
        * :ref:`sphx_glr_tutorials_cpp_extension_packaging.py`
 
 .. admonition:: Checklist
    :class: checklist
 
    #. Include only ``torch/csrc/stable/*`` and ``torch/headeronly/*`` headers:
-      no ATen, no c10, no ``torch/library.h``, no pybind11.
+      no ATen, no c10, no ``torch/library.h``, no pybind11 (with
+      ``TORCH_TARGET_VERSION`` defined, the others refuse to compile).
    #. Write the kernel with ``torch::stable::Tensor``, the ``torch::stable``
       operators and ``STD_TORCH_CHECK``; call any other ATen operator by name
       with ``torch_call_dispatcher``.
    #. Declare the operator with ``STABLE_TORCH_LIBRARY`` and register the
       kernel with ``STABLE_TORCH_LIBRARY_IMPL`` and ``TORCH_BOX``.
    #. Compile with ``-DTORCH_TARGET_VERSION`` set to the oldest PyTorch you
-      support, and make the wheel ``abi3`` as well.
+      support, and make the wheel ``abi3`` as well (free-threaded CPythons
+      still need wheels of their own).
    #. Declare ``torch>=X.Y`` in the wheel's metadata: its tags cannot say it.
    #. Check with ``nm`` that the library needs only C functions from
-      libtorch, and test the wheel on the oldest release you claim.
+      libtorch, and test the wheel on the oldest release you claim and on
+      each new one.
 
 A wheel compiled against PyTorch's C++ API (``at::Tensor``, ``TORCH_LIBRARY``)
 is tied to the PyTorch release it was built with: it calls C++ functions
@@ -48,16 +53,18 @@ whose names and layouts can change from one release to the next. Projects
 that ship such wheels build one per PyTorch release, and again for every new
 release. The *stable ABI* removes that axis. Its headers turn your C++ into
 calls to a set of C functions that PyTorch promises to keep for at least two
-years, so the same binary keeps working as PyTorch moves on.
+years after they are released, so the same binary keeps working as PyTorch
+moves on, for that long at least.
 """
 
 # %%
 # Setting up
 # ----------
 #
-# The page builds a wheel and inspects it, so it needs a C++ compiler and
-# ``nm``. The kernel on this page is a CPU kernel: the operator is exercised
-# on the CPU whether or not a GPU is present.
+# The page builds a wheel and inspects it, so it needs a C++ compiler, ``nm``
+# and a few build tools, which it checks first; it runs no pip. The kernel
+# on this page is a CPU kernel: the operator is exercised on the CPU whether
+# or not a GPU is present.
 
 import sys
 
@@ -74,8 +81,33 @@ import subprocess
 import sysconfig
 import tempfile
 import time
+from importlib import metadata
 from itertools import pairwise
 from pathlib import Path
+
+# The oldest version of each tool that does what this page asks of it.
+NEEDS = {
+    "setuptools": "70.1",  # builds wheels without the `wheel` package
+    "build": "1.0",
+    "installer": "0.7",
+    "packaging": "24.0",  # knows that free-threaded CPython refuses abi3
+}
+
+
+def version_of(name):
+    try:
+        return tuple(int(n) for n in re.findall(r"\d+", metadata.version(name))[:2])
+    except metadata.PackageNotFoundError:
+        return (0,)
+
+
+missing = [
+    f"{name}>={oldest}"
+    for name, oldest in NEEDS.items()
+    if version_of(name) < tuple(int(n) for n in oldest.split("."))
+]
+if missing:
+    sys.exit(f"This page needs {' '.join(missing)}: install them and run it again.")
 
 import matplotlib.pyplot as plt
 from packaging import tags
@@ -123,7 +155,10 @@ print(", ".join(stable_ops_available))
 used_by_our_kernel = {"contiguous", "empty_like", "parallel_for"}
 assert used_by_our_kernel <= set(stable_ops_available)
 assert "cumsum" not in stable_ops_available
-assert "torch_call_dispatcher" in ops_header
+dispatcher_calls = ops_header.count("torch_call_dispatcher(")
+assert dispatcher_calls > len(set(re.findall(r"aoti_torch_aten_\w+\(", ops_header)))
+stable_shim = (include / "torch/csrc/stable/c/shim.h").read_text()
+assert "extension is building with (NOT target version)" in stable_shim
 exception_header = (include / "torch/headeronly/util/Exception.h").read_text()
 assert "STD_TORCH_CHECK" in exception_header and "CHECK_VALUE" not in exception_header
 
@@ -175,7 +210,10 @@ torch.testing.assert_close(
 #   ``torch::stable`` does not wrap. ``torch_call_dispatcher`` calls any
 #   operator by name: arguments go in a stack of ``StableIValue`` (converted
 #   with ``from``), the result comes back on the same stack (converted with
-#   ``to``). This is how the wrappers in ``ops.h`` are written, too.
+#   ``to``). The last argument, ``TORCH_ABI_VERSION``, is the release we
+#   *build* with (not the target), so that a later libtorch can adapt the
+#   call if the operator's schema has changed since. Most wrappers in
+#   ``ops.h`` are written this way.
 # * ``STABLE_TORCH_LIBRARY`` declares the operator and
 #   ``STABLE_TORCH_LIBRARY_IMPL`` registers the CPU kernel. Stable kernels
 #   are *boxed*: they receive their arguments as a stack, not as C++
@@ -341,9 +379,9 @@ from ._ops import discounted_cumsum  # noqa: E402, F401
 #   as a 64-bit number: one byte each for major, minor and patch, then five
 #   bytes of ABI tag, so 2.10 is ``0x020A000000000000``. The headers then
 #   offer only what that release has; anything newer is a compile error.
-# * ``Py_LIMITED_API`` and ``py_limited_api`` make the wheel ``abi3`` too
-#   (see :ref:`sphx_glr_tutorials_cpp_extension_packaging.py`): stable for
-#   PyTorch and for CPython, one wheel per platform.
+# * ``py_limited_api`` makes the wheel ``abi3`` too (see
+#   :ref:`sphx_glr_tutorials_cpp_extension_packaging.py`): stable for
+#   PyTorch and for every GIL-enabled CPython, one wheel per platform.
 # * A wheel's tags say nothing about PyTorch, so the metadata does:
 #   ``torch>=2.10``.
 
@@ -353,13 +391,7 @@ from torch.utils import cpp_extension
 
 # The oldest PyTorch this wheel runs on: 2.10, as [major][minor][patch][ABI tag].
 TORCH_TARGET = "0x020A000000000000"
-# The oldest CPython: 3.10.
-LIMITED_API = "0x030A0000"
-flags = [
-    "-g0",
-    f"-DTORCH_TARGET_VERSION={TORCH_TARGET}",
-    f"-DPy_LIMITED_API={LIMITED_API}",
-]
+flags = ["-g0", f"-DTORCH_TARGET_VERSION={TORCH_TARGET}"]
 
 setup(
     name="stable_ops",
@@ -382,7 +414,7 @@ setup(
 
 PYPROJECT_TOML = """
 [build-system]
-requires = ["setuptools>=64", "torch>=2.10"]
+requires = ["setuptools>=70.1", "torch>=2.10"]
 build-backend = "setuptools.build_meta"
 """
 
@@ -395,11 +427,12 @@ project_files = {
 }
 
 # %%
-# The build is cached exactly as on the packaging page: by a hash of the
-# files, the PyTorch version and the Python ABI, under
-# ``$TORCH_EXTENSIONS_DIR`` (or PyTorch's default extensions cache), so a
-# second run reuses the wheel.
+# As on the packaging page, ``python -m build --wheel --no-isolation`` builds
+# the wheel against this environment's PyTorch, and ``build_wheel`` (hidden)
+# keeps it under ``$TORCH_EXTENSIONS_DIR`` (or PyTorch's extensions cache),
+# named after a hash of its inputs, so a second run reuses it.
 
+# sphinx_gallery_start_ignore
 wheel_cache = (
     Path(
         os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
@@ -421,40 +454,50 @@ def build_wheel(label, files):
     folder = wheel_cache / f"{label}-{digest.hexdigest()[:16]}"
     found = sorted(folder.glob("*.whl"))
     if found:
-        return found[0], False, time.perf_counter() - start
+        return found[
+            0
+        ], f"reused the cached wheel in {time.perf_counter() - start:.1f} s"
     with tempfile.TemporaryDirectory(prefix="stable-build-") as scratch:
         project = Path(scratch) / "project"
         for path, text in files.items():
             (project / path).parent.mkdir(parents=True, exist_ok=True)
             (project / path).write_text(text.lstrip())
-        command = [sys.executable, "-m", "pip", "wheel", str(project)]
-        command += ["--no-build-isolation", "--no-deps", "--no-index"]
-        command += ["--wheel-dir", str(Path(scratch) / "dist")]
+        command = [sys.executable, "-m", "build", "--wheel", "--no-isolation"]
+        command += ["--outdir", str(Path(scratch) / "dist"), str(project)]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             log = done.stdout[-3000:] + done.stderr[-3000:]
-            raise RuntimeError(f"pip wheel failed:\n{log}")
+            raise RuntimeError(f"the build failed:\n{log}")
         (built,) = (Path(scratch) / "dist").glob("*.whl")
         folder.mkdir(parents=True, exist_ok=True)
         partial = folder / (built.name + ".partial")
         shutil.copyfile(built, partial)
         os.replace(partial, folder / built.name)
-    return folder / built.name, True, time.perf_counter() - start
+    return (
+        folder / built.name,
+        f"built the wheel in {time.perf_counter() - start:.1f} s",
+    )
 
 
-wheel, built, seconds = build_wheel("stable", project_files)
-action = "built the wheel" if built else "reused the cached wheel"
-print(f"{action} in {seconds:.1f} s")
+# sphinx_gallery_end_ignore
+wheel, took = build_wheel("stable", project_files)
+print(took)
 print(f"wheel: {wheel.name} ({wheel.stat().st_size / 1024:.0f} KiB)")
 print(f"cache: {wheel.parent}")
 (wheel_tag,) = parse_wheel_filename(wheel.name)[3]
 print(f"tags: {wheel_tag.interpreter}, {wheel_tag.abi}, {wheel_tag.platform}")
 assert (wheel_tag.interpreter, wheel_tag.abi) == ("cp310", "abi3")
 assert wheel_tag in set(tags.sys_tags())
+free_threaded = tags.cpython_tags(
+    (3, 13), abis=["cp313t"], platforms=[wheel_tag.platform]
+)
+print(f"installs on free-threaded CPython 3.13t: {wheel_tag in set(free_threaded)}")
+assert wheel_tag not in set(free_threaded)
 
 # %%
-# The wheel is ``cp310-abi3``: any CPython from 3.10 on. Nothing in its name
-# mentions PyTorch.
+# The wheel is ``cp310-abi3``: any GIL-enabled CPython from 3.10 on, but not
+# the free-threaded builds, which need a wheel per version. Nothing in its
+# name mentions PyTorch.
 #
 # Testing the installed wheel
 # ---------------------------
@@ -467,11 +510,21 @@ assert wheel_tag in set(tags.sys_tags())
 # ``decay`` through the public function and through ``torch.ops``.
 
 
+# sphinx_gallery_start_ignore
 def install(wheel, folder):
-    """pip-install ``wheel`` into ``folder``, without touching anything else."""
-    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index"]
-    command += ["--quiet", "--no-compile", "--target", str(folder), str(wheel)]
-    subprocess.run(command, check=True, capture_output=True, text=True)
+    """Install ``wheel`` into ``folder``, with installer (no pip needed)."""
+    from installer import install as install_wheel
+    from installer.destinations import SchemeDictionaryDestination
+    from installer.sources import WheelFile
+
+    scheme = dict.fromkeys(("purelib", "platlib", "headers", "scripts", "data"))
+    destination = SchemeDictionaryDestination(
+        {key: str(folder) for key in scheme},
+        interpreter=sys.executable,
+        script_kind="posix",
+    )
+    with WheelFile.open(wheel) as source:
+        install_wheel(source, destination, additional_metadata={})
     return folder
 
 
@@ -492,6 +545,7 @@ def run_fresh(script, *args, site):
     return done.stdout
 
 
+# sphinx_gallery_end_ignore
 CHECK_PACKAGE = r"""
 import re
 
@@ -576,8 +630,9 @@ assert bad[1].startswith("bad decay: RuntimeError: discounted_cumsum: decay must
 # provide. ``nm -D --undefined-only`` lists them. A library built against
 # ATen's C++ API needs C++ functions of c10, ATen and torch, whose mangled
 # names start with ``_ZN3c10``, ``_ZN2at`` or ``_ZN5torch`` and encode the
-# exact argument types; when any of them changes, the library no longer
-# loads. Ours:
+# exact argument types. When one is renamed or removed, the library no longer
+# loads; when a class layout or an inline function changes and the names
+# stay, it loads and misbehaves, which is worse. Ours:
 
 
 def undefined_symbols(library):
@@ -685,30 +740,49 @@ assert all(
 # release. Ask the compiler to check the source for a 2.9 target (syntax
 # only, which is quick):
 
-with tempfile.TemporaryDirectory(prefix="target-2.9-") as folder:
-    source = Path(folder) / "ops.cpp"
-    source.write_text(STABLE_CPP)
-    command = [shutil.which(compiler), "-fsyntax-only", "-std=c++17"]
-    command += ["-DTORCH_TARGET_VERSION=0x0209000000000000"]
-    command += [f"-I{include}", f"-I{sysconfig.get_paths()['include']}", str(source)]
-    done = subprocess.run(command, capture_output=True, text=True)
-errors = [line for line in done.stderr.splitlines() if "error:" in line]
-print(f"target 2.9: exit status {done.returncode}, {len(errors)} errors; the first:")
-print("   ", errors[0].split("ops.cpp:")[-1])
-assert done.returncode != 0
+ATEN_INCLUDE = "#include <ATen/core/Tensor.h>\n"
+
+
+def syntax_errors(source_text, target):
+    """The compiler's error lines for ``source_text`` built for ``target``."""
+    with tempfile.TemporaryDirectory(prefix="stable-syntax-") as folder:
+        source = Path(folder) / "ops.cpp"
+        source.write_text(source_text)
+        command = [shutil.which(compiler), "-fsyntax-only", "-std=c++17"]
+        command += [f"-DTORCH_TARGET_VERSION={target}", f"-I{include}"]
+        command += [f"-I{sysconfig.get_paths()['include']}", str(source)]
+        done = subprocess.run(command, capture_output=True, text=True)
+    return [
+        line.split("include/")[-1]
+        for line in done.stderr.splitlines()
+        if "error" in line
+    ]
+
+
+older_target = syntax_errors(STABLE_CPP, "0x0209000000000000")
+print(f"our kernel for target 2.9: {len(older_target)} errors; the first:")
+print("   ", older_target[0].split("ops.cpp:")[-1])
+aten = syntax_errors(ATEN_INCLUDE, "0x020A000000000000")
+print(f"#include <ATen/core/Tensor.h> for target 2.10:\n    {aten[0]}")
+assert older_target and "#error" in aten[0] and "TORCH_TARGET_VERSION" in aten[0]
 
 # %%
-# The compiler refuses: what 2.9 does not have is simply not declared. The
-# headers' promise runs the other way too: a library built for a target runs
-# on that release and every later one, which is the point.
+# The compiler refuses: what 2.9 does not have is simply not declared. And
+# with ``TORCH_TARGET_VERSION`` defined, ATen's headers (like c10's and
+# ``torch/library.h``) stop the build with an ``#error``: "stable headers
+# only" is enforced, not a matter of discipline.
 #
-# This site's test suite measures it: it installs this very wheel, built
-# here, under the older PyTorch releases of the site's version matrix and
-# runs it against the reference. The wheel runs on 2.10 and every later
-# release, and does not load on 2.9 or older, where ``load_library`` fails
-# with an undefined symbol (one of the 2.10 functions listed above). That
-# also makes 2.10 this page's floor: the stable API as used here,
-# ``TORCH_BOX`` and ``TORCH_TARGET_VERSION`` included, starts there.
+# For later releases, the promise is PyTorch's: it keeps each of these C
+# functions for at least two years after the release that added it, and
+# calls that go through the dispatcher, like our ``cumsum``, are at your own
+# risk (the operator behind the name may change). So a wheel's reach is a
+# window, not every future release. This page shows that the wheel runs on
+# this release. This site's test suite installs the same wheel under the
+# older releases of its version matrix: it runs on each from 2.10 on, and
+# does not load on 2.9 or older, where ``load_library`` misses one of the
+# 2.10 functions listed above. That makes 2.10 this page's floor too. Test
+# each new release as it comes; ``torch>=2.10`` can gain an upper bound when
+# one fails.
 #
 # The figure shows the trade-off every stable-ABI project chooses. Each row
 # is a possible target; its cells are the releases a wheel built for it runs
@@ -771,14 +845,19 @@ plt.show()
 #
 # * An ATen operator that is not wrapped: call it through
 #   ``torch_call_dispatcher`` by name, as the kernel does with
-#   ``aten::cumsum``. The wrappers in ``ops.h`` do nothing more. The
-#   promise covers the C function, not the operator's schema, which changes
-#   rarely but can.
+#   ``aten::cumsum``. The promise covers the C function, not the operator's
+#   schema, which changes rarely but can. From 2.13,
+#   ``STABLE_TORCH_ERROR_CODE_CHECK`` reports the error message of a failed
+#   call, where ``TORCH_ERROR_CODE_CHECK`` only says that it failed.
 # * ``at::Tensor`` methods, ``TensorIterator``, ``AT_DISPATCH_...``:
 #   write the loop over raw data pointers and branch on
 #   ``scalar_type()`` yourself.
 # * Fake kernels and autograd: keep them in Python, as this package does.
 #   They are not part of any C++ ABI.
+# * A CUDA kernel: the stable headers have a device guard, the current
+#   stream (``torch/csrc/stable/accelerator.h``) and ``STD_CUDA_CHECK``. The
+#   wheel is still tied to the CUDA major release of the PyTorch it runs
+#   with, as :ref:`sphx_glr_tutorials_cpp_extension_packaging.py` shows.
 # * ``set_python_module``: the stable library gained it in 2.13, so a
 #   wheel targeting 2.10 cannot call it (it is hidden behind a guard):
 
@@ -793,6 +872,13 @@ if guards:
 else:
     print("StableLibrary::set_python_module: not in this release's headers")
     assert torch_release < (2, 13)
+stable_headers = "".join(
+    (include / "torch/csrc/stable" / name).read_text()
+    for name in ("accelerator.h", "macros.h", "library.h")
+)
+assert "class DeviceGuard" in stable_headers and "getCurrentStream" in stable_headers
+assert "define STD_CUDA_CHECK" in stable_headers
+assert ("STABLE_TORCH_ERROR_CODE_CHECK" in stable_headers) == (torch_release >= (2, 13))
 
 # %%
 # * Anything else: file a request with PyTorch, or build that part per
@@ -802,7 +888,9 @@ else:
 # ----------
 
 print(f"{wheel.name}: {wheel.stat().st_size / 1024:.0f} KiB, tags {wheel_tag}")
-print(f"requires torch >= {floor[0]}.{floor[1]}; loads on any later release")
+print(
+    f"requires torch >= {floor[0]}.{floor[1]}; runs on {torch.__version__} (this run)"
+)
 shutil.rmtree(scratch)
 
 # %%
@@ -810,10 +898,11 @@ shutil.rmtree(scratch)
 # and a few dozen operators instead of ATen, boxed kernels registered with
 # ``STABLE_TORCH_LIBRARY`` and ``TORCH_BOX``, and ``TORCH_TARGET_VERSION``
 # to choose the oldest release. In return one ``abi3`` wheel per platform
-# serves every CPython from 3.10 and every PyTorch from its target on. Check
-# the promise the way this page does: ``nm`` shows no C++ symbol of PyTorch,
-# the headers' guards give the floor, and a test loads the wheel under the
-# oldest release you claim.
+# serves every GIL-enabled CPython from 3.10 and the PyTorch releases from
+# its target on, for as long as PyTorch keeps the C functions it calls (at
+# least two years). Check it the way this page does: ``nm`` shows no C++
+# symbol of PyTorch, the headers' guards give the floor, and tests load the
+# wheel under the oldest release you claim and under each new one.
 #
 # Related pages:
 #

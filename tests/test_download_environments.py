@@ -1,0 +1,219 @@
+"""The wheel-building pages run in the environments readers download them into.
+
+A reader who downloads ``cpp_extension_packaging`` or ``cpp_stable_abi`` runs
+it in an environment of their own, and two kinds once stopped both pages:
+
+* one made by ``uv venv``, which has no pip, holding only the packages the
+  notebook's first cell names (``_ext/notebooks.packages_for``): the pages
+  ran ``python -m pip`` ("No module named pip");
+* a plain ``python -m venv``, which on Python 3.11 still seeds setuptools
+  65.5, with the page's packages installed on top: setuptools 65.5 cannot
+  build a wheel without the ``wheel`` package ("invalid command
+  'bdist_wheel'").
+
+The pip-less environment gets the pinned torch; the plain one the oldest
+release both pages support (torch 2.15 itself requires a recent setuptools,
+which would hide the problem). Each is made with uv from uv's cache (the
+site's pins as constraints, so nothing is downloaded and torch's files are
+linked, not copied), and each page runs in it from an empty folder with an
+empty extensions cache, so that it really builds its wheels. A plain venv
+whose setuptools is too old must stop the page in one line.
+
+Cost: the environments take seconds; the four page runs compile C++ (no
+CUDA: the first cells name no toolkit) and start a few fresh interpreters
+each, about 4 minutes of CPU on the 2-core build machine.
+"""
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, in_ci, run
+
+sys.path.insert(0, str(REPO / "_ext"))
+sys.path.insert(0, str(REPO / "tools"))
+import envs  # noqa: E402
+import matrix  # noqa: E402
+import notebooks  # noqa: E402
+
+PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
+# Left out of the constraints: a plain venv keeps the setuptools and pip it
+# was made with unless the page's packages ask for newer ones.
+SEEDED = {"setuptools", "pip", "wheel"}
+# Pinned by the release the plain venv gets, not by the site.
+TORCH_STACK = ("torch", "torchvision", "triton", "nvidia-", "cuda-")
+
+
+def first_cell_packages(page):
+    """The requirements the page's notebook names in its first cell."""
+    source = (REPO / "advanced" / f"{page}.py").read_text()
+    return [spec.strip("\"'") for spec in notebooks.packages_for(source)]
+
+
+def project_name(spec):
+    return re.split(r"[=<>!~\[; ]", spec, maxsplit=1)[0].lower()
+
+
+@pytest.fixture(scope="module")
+def uv():
+    found = envs.uv_executable()
+    if found is None:
+        if in_ci():
+            pytest.fail("uv could not be installed")
+        pytest.skip("uv could not be installed")
+    return found
+
+
+def site_pins(tmp_path_factory, *, with_torch):
+    """The site's pins, less the packages a plain venv is seeded with."""
+    lines = (REPO / "constraints.txt").read_text().splitlines()
+    kept = [
+        line
+        for line in lines
+        if line.strip()
+        and not line.startswith("#")
+        and project_name(line) not in SEEDED
+        and (with_torch or not project_name(line).startswith(TORCH_STACK))
+    ]
+    path = tmp_path_factory.mktemp("constraints") / "constraints.txt"
+    path.write_text("\n".join(kept) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def constraints(tmp_path_factory):
+    return site_pins(tmp_path_factory, with_torch=True)
+
+
+def release_key(version):
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
+def oldest_release_for_both_pages():
+    """The oldest release of the matrix that both pages support."""
+    floor = max(
+        matrix.declared_floor((REPO / "advanced" / f"{page}.py").read_text())
+        for page in PAGES
+    )
+    return next(r["torch"] for r in envs.releases() if release_key(r["torch"]) >= floor)
+
+
+def install(uv, python, specs, constraints):
+    command = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+    process = run(command + ["-c", str(constraints), *specs], timeout=900)
+    assert process.returncode == 0, process.stderr[-3000:]
+
+
+def activated(venv):
+    """Environment variables of a shell with ``venv`` activated, and no other."""
+    own = Path(sys.prefix).resolve()
+    path = [
+        entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if entry and not Path(entry).resolve().is_relative_to(own)
+    ]
+    return {
+        "VIRTUAL_ENV": str(venv),
+        "PATH": os.pathsep.join([str(venv / "bin"), *path]),
+    }
+
+
+def run_page(venv, page, folder):
+    folder.mkdir(parents=True)
+    env = {**activated(venv), "TORCH_EXTENSIONS_DIR": str(folder / "extensions")}
+    script = REPO / "advanced" / f"{page}.py"
+    return run([str(venv / "bin" / "python"), str(script)], cwd=folder, env=env)
+
+
+def all_first_cell_packages():
+    specs = []
+    for page in PAGES:
+        specs += [s for s in first_cell_packages(page) if s not in specs]
+    return specs
+
+
+@pytest.fixture(scope="module")
+def uv_venv(uv, constraints, tmp_path_factory):
+    """``uv venv`` (no pip) with exactly the first cells' packages."""
+    venv = tmp_path_factory.mktemp("uv-venv") / "env"
+    made = run([str(uv), "venv", "--quiet", "--python", envs.base_python(), str(venv)])
+    assert made.returncode == 0, made.stderr
+    install(uv, venv / "bin" / "python", all_first_cell_packages(), constraints)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def plain_venv(uv, tmp_path_factory):
+    """``python -m venv`` with its own seed, then the first cells' packages.
+
+    Its torch is the oldest release both pages support, as a reader on the
+    floor has it (torch 2.15 itself requires a recent setuptools; 2.10 does
+    not, on Python 3.11). Before the page's packages arrive, the page runs
+    once with whatever setuptools the venv was seeded with (65.5 on Python
+    3.11, none on 3.12 and later).
+    """
+    constraints = site_pins(tmp_path_factory, with_torch=False)
+    folder = tmp_path_factory.mktemp("plain-venv")
+    venv = folder / "env"
+    made = run([envs.base_python(), "-m", "venv", str(venv)])
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    torch = f"torch=={oldest_release_for_both_pages()}"
+    specs = [
+        torch if project_name(s) == "torch" else s for s in all_first_cell_packages()
+    ]
+    without_setuptools = [s for s in specs if project_name(s) != "setuptools"]
+    install(uv, python, without_setuptools, constraints)
+    version = "import setuptools; print(setuptools.__version__)"
+    seeded = run([str(python), "-c", version]).stdout.strip() or None
+    before = None
+    if seeded is None or release_key(seeded) < (70, 1):
+        before = run_page(venv, PAGES[0], folder / "before")
+    install(uv, python, specs, constraints)
+    return venv, seeded, before
+
+
+def test_the_first_cells_name_the_build_tools_with_their_minimum_versions():
+    for page in PAGES:
+        named = {project_name(s): s for s in first_cell_packages(page)}
+        for tool in ("setuptools", "build", "installer", "packaging"):
+            assert tool in named, f"{page}: the first cell does not name {tool}"
+        assert re.search(r">=\s*70\.1", named["setuptools"]), (page, named)
+
+
+def test_a_uv_venv_has_no_pip(uv_venv):
+    process = run([str(uv_venv / "bin" / "python"), "-c", "import pip"])
+    assert process.returncode != 0
+    assert "No module named 'pip'" in process.stderr
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_wheel_page_runs_in_a_uv_venv_without_pip(uv_venv, page, tmp_path):
+    process = run_page(uv_venv, page, tmp_path / "run")
+    assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
+    assert "built the wheel in" in process.stdout
+    if page == "cpp_extension_packaging":
+        # No CUDA toolkit among the first cell's packages: one line says so.
+        assert re.search(r"^CUDA kernel: skipped the build, ", process.stdout, re.M)
+
+
+def test_a_too_old_setuptools_stops_the_page_in_one_line(plain_venv):
+    _, seeded, before = plain_venv
+    if before is None:
+        pytest.skip(f"this Python seeds setuptools {seeded}, new enough already")
+    assert before.returncode == 1, before.stderr[-3000:]
+    assert "Traceback" not in before.stderr
+    (line,) = before.stderr.strip().splitlines()[-1:]
+    assert re.fullmatch(r"This page needs setuptools>=70\.1\b.*", line), line
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_wheel_page_runs_in_a_plain_venv_with_the_first_cell_installed(
+    plain_venv, page, tmp_path
+):
+    venv, _, _ = plain_venv
+    process = run_page(venv, page, tmp_path / "run")
+    assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
+    assert "built the wheel in" in process.stdout
