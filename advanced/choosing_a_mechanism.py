@@ -25,8 +25,8 @@ and builds its comparison table from what each run did.
 
        * PyTorch 2.7 or later
        * A C++ compiler, for the AOTInductor columns
-       * Matplotlib; Triton and a CUDA GPU for the Triton kernel (the page
-         runs without them and says what it ran)
+       * Matplotlib; a CUDA GPU and Triton for the Triton kernel (without a
+         GPU the page says what it skipped)
        * :ref:`sphx_glr_tutorials_python_custom_ops.py`
 
 .. admonition:: Checklist
@@ -38,12 +38,14 @@ and builds its comparison table from what each run did.
       and ``register_autograd``. If the kernel is written in Triton, use
       ``torch.library.triton_op`` with ``wrap_triton`` instead.
    #. If it is PyTorch code that Dynamo cannot trace, mark it with
-      ``torch.compiler.nonstrict_trace`` (or ``allow_in_graph``).
+      ``torch.compiler.nonstrict_trace`` (or ``allow_in_graph``); if all
+      that stops Dynamo is a call whose result never changes, mark that call
+      with ``torch.compiler.assume_constant_result``.
    #. If Dynamo should merely stay out of it, use ``torch.compiler.disable``
       and accept the graph break.
-   #. Measure: count graph breaks, look at the graph Inductor receives,
-      ``gradcheck`` the compiled function, export, and load the AOTInductor
-      package in a fresh process.
+   #. Measure: count graph breaks, look at AOTAutograd's graph and at the
+      code Inductor generates, ``gradcheck`` the compiled function, export,
+      and load the AOTInductor package in a fresh process.
 
 ``torch.compile`` understands PyTorch operators and a large part of Python.
 Hand it code it cannot follow and it falls back to running that code in plain
@@ -56,8 +58,11 @@ code (Dynamo, AOTAutograd, nobody) and therefore in what works afterwards.
 # Setting up
 # ----------
 #
-# Every measurement on this page runs on the CPU. With Triton and a CUDA
-# device present, one extra section runs a Triton kernel on the GPU.
+# Every measurement runs on the CPU; on a CUDA machine (which then needs
+# Triton), one more section runs a Triton kernel on the GPU. On a machine
+# with CUDA's compiler but no GPU, the setup keeps a harmless notice of
+# ``torch.utils.cpp_extension`` ("No CUDA runtime is found") out of the
+# output and says so.
 
 import sys
 
@@ -68,6 +73,7 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
 
 import ctypes
 import ctypes.util
+import os
 import re
 import shutil
 import subprocess
@@ -77,6 +83,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 from torch._dynamo.backends.common import aot_autograd
+from torch._inductor.utils import run_and_get_code
 from torch.autograd.gradcheck import GradcheckError
 
 try:
@@ -87,28 +94,54 @@ try:
 except ImportError:
     HAS_TRITON = False
 
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
-TRITON_RUNS = HAS_TRITON and torch.cuda.is_available()
+TRITON_RUNS = torch.cuda.is_available()
+assert HAS_TRITON or not TRITON_RUNS, "on a CUDA machine this page needs Triton"
 print(f"the Triton kernel runs on this machine: {TRITON_RUNS}")
+# sphinx_gallery_start_ignore
+# Inductor imports torch.utils.cpp_extension to compile CPU code. Where CUDA's
+# compiler is installed but no GPU is visible, that import warns "No CUDA
+# runtime is found" (PyTorch 2.7 prints it, later releases log it), which says
+# nothing about this page. Import the module now with the notice caught.
+import contextlib
+import io
+import logging
+
+first_import = "torch.utils.cpp_extension" not in sys.modules
+notices = []
+logging.getLogger("torch.utils.cpp_extension").addFilter(notices.append)
+with contextlib.redirect_stderr(io.StringIO()) as printed:
+    from torch.utils import cpp_extension
+logging.getLogger("torch.utils.cpp_extension").removeFilter(notices.append)
+notice = printed.getvalue() + "".join(record.getMessage() for record in notices)
+if first_import:
+    nvcc_without_gpu = bool(cpp_extension.CUDA_HOME) and not torch.cuda.is_available()
+    assert ("No CUDA runtime is found" in notice) == nvcc_without_gpu, notice
+    assert not notice or bool(printed.getvalue()) == (RELEASE < (2, 8)), notice
+if "No CUDA runtime is found" in notice:
+    print(f"CUDA's compiler is installed ({cpp_extension.CUDA_HOME}), but no GPU:")
+    print("  torch.utils.cpp_extension's 'No CUDA runtime is found' is kept out")
+# sphinx_gallery_end_ignore
 
 # %%
-# A word on the tools. ``aot_autograd`` builds a ``torch.compile`` backend
-# that shows us the graph AOTAutograd hands to a compiler such as Inductor;
-# it lives in a private module, and no public API returns that graph.
-# ``torch._dynamo.explain``, used below to count graph breaks and list their
-# reasons, is private too. ``GradcheckError``, raised by ``gradcheck``, is
-# public.
+# A word on the tools: ``aot_autograd`` (a backend that shows AOTAutograd's
+# forward graph), ``run_and_get_code`` (the code Inductor generates) and
+# ``torch._dynamo.explain`` (graph breaks and their reasons) are private; no
+# public API does their jobs. ``GradcheckError`` is public.
 #
 # The opaque function: a cube root from the C library
 # ---------------------------------------------------
 #
-# PyTorch has no real cube root: ``x ** (1 / 3)`` is ``nan`` for negative
-# ``x``. The C maths library has one, ``cbrt``, and Python's ``ctypes`` can
-# call it. The function below copies the tensor and lets ``Tensor.apply_``
-# call ``cbrt`` on every element. That is what "opaque" means on this page:
+# PyTorch has no cube-root function (no ``torch.cbrt``), and ``x ** (1 / 3)``
+# is ``nan`` for negative ``x``; a real cube root must be pieced together
+# from sign and magnitude, as the ``triton_op`` below does. The C maths
+# library has one, ``cbrt``, and Python's ``ctypes`` can call it. The
+# function below copies the tensor and lets ``Tensor.apply_`` call ``cbrt``
+# on every element. That is what "opaque" means on this page:
 # the work happens in machine code that no tracer can look into, and it needs
 # real values, which the compiler's fake tensors do not have.
 # (NumPy is a poor stand-in for this: Dynamo traces a good part of NumPy.)
@@ -136,7 +169,7 @@ def libm_cube_root(x):
         # hand to C; refuse it instead of letting C read memory that is not
         # there.
         raise TypeError(f"cbrt needs real data, got a {type(result).__name__}")
-    result.apply_(libm.cbrt)  # PyTorch's C++ calls the C function per element
+    result.apply_(libm.cbrt)  # calls the ctypes wrapper (Python) per element
     return result.to(device=x.device, dtype=x.dtype)
 
 
@@ -145,6 +178,7 @@ print(f"cbrt via ctypes: {libm_cube_root(volume).tolist()}")
 print(f"x ** (1 / 3):    {(volume ** (1 / 3)).tolist()}")
 torch.testing.assert_close(libm_cube_root(volume) ** 3, volume)
 assert volume[0] ** (1 / 3) != volume[0] ** (1 / 3)  # nan: the reason for cbrt
+assert not hasattr(torch, "cbrt")
 
 # %%
 # Bad input is refused with a ``ValueError`` rather than converted silently.
@@ -189,9 +223,10 @@ def cube_root(x):
 # Six ways to call it
 # -------------------
 #
-# ``allow_in_graph`` and ``nonstrict_trace`` mark the function object they are
-# given for good, so each gets a wrapper of its own: the plain ``cube_root``
-# must stay plain. ``nonstrict_trace`` became public in ``torch.compiler`` in
+# ``allow_in_graph`` marks the very function object it is given, and returns
+# it, so it gets a function of its own: the plain ``cube_root`` must stay
+# plain. ``disable`` and ``nonstrict_trace`` return a new wrapper and leave
+# their argument alone. ``nonstrict_trace`` became public in ``torch.compiler`` in
 # PyTorch 2.14; where it is missing, we say so and use the older private
 # ``torch._dynamo.nonstrict_trace``, which has existed since PyTorch 2.7.
 
@@ -200,21 +235,17 @@ def cube_root_allowed(x):
     return CubeRootFunction.apply(x)
 
 
-def cube_root_nonstrict(x):
-    return CubeRootFunction.apply(x)
-
-
+assert torch.compiler.allow_in_graph(cube_root_allowed) is cube_root_allowed
 cube_root_disabled = torch.compiler.disable(cube_root)
-cube_root_allowed = torch.compiler.allow_in_graph(cube_root_allowed)
 if hasattr(torch.compiler, "nonstrict_trace"):
     nonstrict_trace = torch.compiler.nonstrict_trace
     print("nonstrict_trace: torch.compiler.nonstrict_trace (public)")
 else:
     nonstrict_trace = torch._dynamo.nonstrict_trace
     print("nonstrict_trace: not public on this release; using torch._dynamo's")
-release = tuple(int(part) for part in torch.__version__.split(".")[:2])
-assert hasattr(torch.compiler, "nonstrict_trace") == (release >= (2, 14))
-cube_root_nonstrict = nonstrict_trace(cube_root_nonstrict)
+assert hasattr(torch.compiler, "nonstrict_trace") == (RELEASE >= (2, 14))
+cube_root_nonstrict = nonstrict_trace(cube_root)
+assert cube_root_nonstrict is not cube_root and cube_root_disabled is not cube_root
 
 # %%
 # The fifth way makes the function an operator. The fake kernel runs the same
@@ -384,20 +415,20 @@ def failure(error):
 #    compiling it, counts graph breaks, gives their reasons and returns the
 #    graphs.
 # 2. **AOTAutograd.** A backend made with ``aot_autograd`` records the
-#    forward graph AOTAutograd produces: what Inductor would receive.
-# 3. **Inductor.** The model compiled with the default backend must match the
-#    reference.
-# 4. **Training.** ``gradcheck`` runs *on the compiled function*. For this
-#    check we compile with ``aot_eager``: it runs AOTAutograd, the stage that
-#    builds the backward, and skips Inductor's code generation, which
-#    ``gradcheck``'s many calls would only repeat.
+#    forward graph AOTAutograd produces. (Inductor runs AOTAutograd with its
+#    own decompositions and partitioner, so its graph differs in detail.)
+# 3. **Inductor.** The compiled model must match the reference, and the
+#    code Inductor generates shows whether it calls our operator.
+# 4. **Training.** ``gradcheck`` runs *on the compiled function*, compiled
+#    with ``aot_eager``: it runs AOTAutograd, which builds the backward, and
+#    skips Inductor's code generation.
 # 5. **torch.export**, in non-strict mode (``strict=False``), which runs the
 #    Python code with fake tensors instead of tracing it with Dynamo.
 # 6. **AOTInductor**, for what exported: compile the program to a package
-#    with ``torch._inductor.aoti_compile_and_package``, then load and run it
-#    in this process and in a fresh one that never defined our operators.
-#    Both functions live in a private module; they are AOTInductor's
-#    documented entry points.
+#    with ``torch._inductor.aoti_compile_and_package``, then run it in this
+#    process and in a fresh one that never defined our operators. Both
+#    functions live in a private module; they are AOTInductor's documented
+#    entry points.
 
 sample = torch.tensor([-8.0, -1.5, 0.3, 2.0, 27.0], dtype=torch.float64)
 package_dir = Path(tempfile.mkdtemp(prefix="mechanisms-"))
@@ -408,8 +439,23 @@ import sys, torch
 import torch._inductor.codecache  # PyTorch 2.10's loader uses it unimported
 package = torch._inductor.aoti_load_package(sys.argv[1])
 volume = torch.tensor([-8.0, -1.5, 0.3, 2.0, 27.0], dtype=torch.float64)
-print(package(volume).tolist())
+print(package(volume.to(sys.argv[2], getattr(torch, sys.argv[3]))).tolist())
 """
+
+
+def run_fresh(path, device="cpu", dtype="float64", env=None):
+    """Run a package on the sample in a new Python process: (values, error)."""
+    run = subprocess.run(
+        [sys.executable, "-c", fresh_process_script, path, device, dtype],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    if run.returncode != 0:
+        error_lines = [line for line in run.stderr.splitlines() if "Error" in line]
+        return None, (error_lines or ["failed"])[-1].strip()
+    return torch.tensor(eval(run.stdout.strip()), dtype=torch.float64), None
 
 
 def check_dynamo(model):
@@ -444,13 +490,18 @@ def check_aot(model):
     return {"aot": " | ".join(shown), "aot_ok": True}
 
 
-def check_inductor(model, expected):
+def check_inductor(model, expected, find_operator):
     torch.compiler.reset()
     try:
-        torch.testing.assert_close(torch.compile(model)(sample), expected)
+        result, code = run_and_get_code(torch.compile(model), sample)
+        torch.testing.assert_close(result, expected)
     except Exception as error:
         return {"inductor": failure(error)}
-    return {"inductor": "matches"}
+    row = {"inductor": "matches"}
+    if find_operator:
+        calls = re.search(r"mechanisms\.cube_root", "\n".join(code))
+        row["inductor_code"] = "calls our operator" if calls else "no operator call"
+    return row
 
 
 def check_training(model):
@@ -483,28 +534,22 @@ def check_aoti(name, exported, expected):
         torch.testing.assert_close(package(sample), expected)
     except Exception as error:
         return {"aoti": failure(error), "aoti_fresh": "not reached"}
-    run = subprocess.run(
-        [sys.executable, "-c", fresh_process_script, path],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if run.returncode != 0:
-        error_lines = [line for line in run.stderr.splitlines() if "Error" in line]
-        return {"aoti": "runs", "aoti_fresh": (error_lines or ["failed"])[-1].strip()}
-    fresh = torch.tensor(eval(run.stdout.strip()), dtype=torch.float64)
+    fresh, error = run_fresh(path)
+    if error:
+        return {"aoti": "runs", "aoti_fresh": error}
     torch.testing.assert_close(fresh, expected)
     return {"aoti": "runs", "aoti_fresh": "runs"}
 
 
-def measure(name, model, reference, with_aoti=True):
+def measure(name, model, reference, operators=True):
+    """Every check for one model; operators=False skips the operator checks."""
     expected = reference(sample)
     row = {**check_dynamo(model), **check_aot(model)}
-    row.update(check_inductor(model, expected))
+    row.update(check_inductor(model, expected, find_operator=operators))
     row.update(check_training(model))
     export_row, exported = check_export(model)
     row.update(export_row)
-    if with_aoti:
+    if operators:
         row.update(check_aoti(name, exported, expected))
     return row
 
@@ -521,6 +566,8 @@ print(f"measured {len(results)} mechanisms")
 #
 # Every value below was produced by the run above. A ``|`` separates the
 # graphs Dynamo or AOTAutograd produced when there was more than one.
+# ``print_rows``, a formatting helper hidden on this page (the downloads
+# have it), prints each row with these labels.
 
 labels = {
     "breaks": "graph breaks",
@@ -528,11 +575,14 @@ labels = {
     "dynamo": "Dynamo's graphs",
     "aot": "AOTAutograd's forward",
     "inductor": "compiled by Inductor",
+    "inductor_code": "Inductor's code",
     "trains": "training (compiled)",
     "export": "torch.export",
     "aoti": "AOTInductor, here",
     "aoti_fresh": "AOTInductor, new process",
 }
+
+# sphinx_gallery_start_ignore
 
 
 def print_rows(table):
@@ -550,21 +600,24 @@ def print_rows(table):
                 )
 
 
+# sphinx_gallery_end_ignore
 print_rows(results)
 
 # %%
 # The same table as a picture, one colour per outcome: green where the
 # mechanism did what a compiled, exported, trained model needs, red where it
-# did not, grey where the check did not apply.
+# did not, grey where the check did not apply. The drawing code is hidden
+# on this page; the downloads have it.
 
 OPERATOR = re.compile(r"mechanisms::cube_root(_triton)?\b")
+# sphinx_gallery_start_ignore
 
 
 def summary_cells(row):
     """Short (text, outcome) pairs for the figure, derived from one row."""
     if not row["aot_ok"] or row["inductor"] != "matches":
         receives = ("fails", "bad")
-    elif OPERATOR.search(row["aot"]):
+    elif row["inductor_code"] == "calls our operator":
         receives = ("one opaque op", "good")
     elif row["breaks"] == 0:
         receives = ("the traced body", "good")
@@ -624,6 +677,7 @@ for row_index, (name, row) in enumerate(results.items()):
             color="#1b1b1b",
         )
 ax.set_title(f"One opaque function, six mechanisms (PyTorch {torch.__version__})")
+# sphinx_gallery_end_ignore
 plt.show()
 
 # %%
@@ -670,10 +724,13 @@ assert allowed["inductor"] != "matches"
 # %%
 # **nonstrict_trace.** The same idea with fewer restrictions on arguments
 # (modules, and classes registered as pytrees): Dynamo does not trace the
-# body, AOTAutograd
-# does. With opaque code inside, older releases fail as ``allow_in_graph``
-# does; newer ones catch the failure and fall back to tracing into the
-# function, graph breaks included. Either way there is no single graph.
+# body but runs it on fake tensors, and AOTAutograd traces it. With opaque
+# code inside, that fake run fails. On PyTorch 2.7 and 2.8 the failure stops
+# compilation, as for ``allow_in_graph``. From 2.9 Dynamo turns it into a
+# graph break, whose reason reads "Unsupported output type for
+# nonstrict_trace-ed function", and then traces into the function as if it
+# were not marked: the plain call's graphs come back. Either way there is no
+# single graph.
 
 nonstrict = results["nonstrict_trace"]
 failed_outright = "cbrt needs real data" in nonstrict["dynamo"]
@@ -681,7 +738,10 @@ print(
     "nonstrict_trace on this release: "
     + ("compilation fails" if failed_outright else "falls back to graph breaks")
 )
-assert failed_outright or nonstrict["breaks"] >= 1
+assert failed_outright == (RELEASE < (2, 9))
+if not failed_outright:
+    assert "Unsupported output type for nonstrict_trace" in nonstrict["reasons"]
+    assert nonstrict["dynamo"] == plain["dynamo"]
 
 # %%
 # **custom_op.** One node, ``mechanisms::cube_root``, from Dynamo to Inductor
@@ -697,22 +757,26 @@ custom = results["custom_op"]
 assert custom["breaks"] == 0
 assert OPERATOR.search(custom["dynamo"]) and OPERATOR.search(custom["aot"])
 assert custom["inductor"] == "matches" and custom["trains"] == "gradcheck passes"
+assert custom["inductor_code"] == "calls our operator"
 assert OPERATOR.search(custom["export"])
 if has_compiler:
     assert custom["aoti"] == "runs"
     assert "mechanisms::cube_root" in custom["aoti_fresh"]
 
 # %%
-# **triton_op.** Dynamo records the operator as one node, exactly as for
+# **triton_op.** Dynamo records the operator as one node, as for
 # ``custom_op``, and ``torch.export`` keeps it. AOTAutograd, however,
-# replaces it with its body, so Inductor receives the PyTorch operations (or,
-# on a GPU, the Triton kernel) and compiles them with the code around. For
-# the same reason the AOTInductor package holds the computation itself and
-# runs in a fresh process that never heard of ``mechanisms::cube_root_triton``.
+# replaces it with its body (here the PyTorch branch; on a GPU, the Triton
+# kernel), which Inductor compiles with the code around it: its code has no
+# call to the operator. So the AOTInductor package holds the computation
+# itself and runs in a fresh process that never heard of
+# ``mechanisms::cube_root_triton``. That does not make it portable: this
+# package is CPU code, and one built on a GPU needs a GPU (see below).
 
 triton_row = results["triton_op"]
 assert triton_row["breaks"] == 0 and OPERATOR.search(triton_row["dynamo"])
 assert triton_row["aot_ok"] and not OPERATOR.search(triton_row["aot"])
+assert triton_row["inductor_code"] == "no operator call"
 assert triton_row["trains"] == "gradcheck passes"
 assert OPERATOR.search(triton_row["export"])
 if has_compiler:
@@ -725,22 +789,30 @@ print("asserted the key cells of all six rows")
 #
 # Both mechanisms exist for PyTorch code that Dynamo cannot trace but
 # AOTAutograd can: code whose only obstacle is some Python that Dynamo does
-# not support. Our second function calls the C library too, but only on a
-# Python number; the tensor work is a PyTorch division. A counter records how
-# often the Python body runs. As before, each mechanism gets a function
-# object of its own, here made by a small factory.
+# not support. Our second function calls the C library only on a Python
+# number, the edge of a cube of volume 10; the tensor work is a PyTorch
+# division. A counter records the C calls. A narrower tool gets a fifth row:
+# ``torch.compiler.assume_constant_result`` marks only the C call, as one
+# whose result Dynamo may compute once and keep.
 
-body_runs = {"count": 0}
+c_calls = {"count": 0}
 EDGE = 10 ** (1 / 3)
 
 
-def make_divide_by_edge(count_runs):
-    """A fresh function that divides by the edge of a cube of volume 10."""
+def make_edge(count_calls):
+    """A fresh function that asks the C library for the edge."""
 
+    def edge_of_volume_10():
+        if count_calls:
+            c_calls["count"] += 1
+        return libm.cbrt(10.0)
+
+    return edge_of_volume_10
+
+
+def divide_by(edge_fn):
     def divide_by_edge(x):
-        if count_runs:
-            body_runs["count"] += 1
-        return x / libm.cbrt(10.0)  # the C library computes the edge
+        return x / edge_fn()
 
     return divide_by_edge
 
@@ -756,56 +828,89 @@ def reference_scaled_square(volume):
     return (volume.abs() / EDGE) ** 2
 
 
-def torch_only_mechanisms(count_runs):
-    """The four mechanisms, each applied to a function object of its own."""
+def torch_only_mechanisms(count_calls):
+    """Each mechanism, applied to function objects of its own."""
+
+    def fresh():
+        return divide_by(make_edge(count_calls))
+
+    constant_edge = torch.compiler.assume_constant_result(make_edge(count_calls))
     return {
-        "plain call": make_divide_by_edge(count_runs),
-        "disable": torch.compiler.disable(make_divide_by_edge(count_runs)),
-        "allow_in_graph": torch.compiler.allow_in_graph(
-            make_divide_by_edge(count_runs)
-        ),
-        "nonstrict_trace": nonstrict_trace(make_divide_by_edge(count_runs)),
+        "plain call": fresh(),
+        "disable": torch.compiler.disable(fresh()),
+        "allow_in_graph": torch.compiler.allow_in_graph(fresh()),
+        "nonstrict_trace": nonstrict_trace(fresh()),
+        "assume_constant_result": divide_by(constant_edge),
     }
 
 
-# %%
-# The counter is a separate set of functions: a compiled function that
-# updates a Python counter is recompiled whenever the counter changes, which
-# would get in the way of the measurements.
+def count_c_calls(model):
+    """How often three calls of the compiled model call the C library."""
+    torch.compiler.reset()
+    compiled = torch.compile(model, backend="aot_eager")
+    try:
+        compiled(sample)
+    except Exception as error:
+        return failure(error)
+    c_calls["count"] = 0
+    for _ in range(3):
+        torch.testing.assert_close(compiled(sample), reference_scaled_square(sample))
+    return f"{c_calls['count']} in 3 calls of the compiled model"
 
-torch_only = torch_only_mechanisms(count_runs=False)
-counted = torch_only_mechanisms(count_runs=True)
+
+# %%
+# The counter gets functions of its own: a compiled function that updates a
+# Python counter is recompiled whenever the counter changes.
+
+torch_only = torch_only_mechanisms(count_calls=False)
+counted = torch_only_mechanisms(count_calls=True)
 torch_only_results = {}
 for name, fn in torch_only.items():
     row = measure(name, scaled_square_with(fn), reference_scaled_square, False)
-    torch.compiler.reset()
-    compiled = torch.compile(scaled_square_with(counted[name]))
-    compiled(sample)
-    body_runs["count"] = 0
-    for _ in range(3):
-        torch.testing.assert_close(compiled(sample), reference_scaled_square(sample))
-    row["body_runs"] = f"{body_runs['count']} in 3 calls of the compiled model"
+    row["c_calls"] = count_c_calls(scaled_square_with(counted[name]))
     torch_only_results[name] = row
-labels["body_runs"] = "Python body ran"
+labels["c_calls"] = "C library called"
 print_rows(torch_only_results)
 
 # %%
 # Now ``allow_in_graph`` and ``nonstrict_trace`` do their job: no graph
-# break, and AOTAutograd hands Inductor plain ``aten`` operations that it can
-# fuse with the code around them. The last line shows the price: the Python
-# body ran while the graph was being traced and never again. The C library's
-# answer became a constant in the graph. That is right for a constant, and
-# silently wrong for anything that should be computed anew on every call (a
-# counter, a clock, a value read from a file).
+# break, and plain ``aten`` operations in AOTAutograd's graph. The last line
+# shows the price: the C library ran while the graph was traced and never
+# again; its answer became a constant in the graph. That is right for a
+# constant, and silently wrong for anything that should be computed anew on
+# every call (a counter, a clock, a file's contents), as is any other Python
+# in the marked function. ``assume_constant_result`` gives the same graph
+# while marking only the call meant to be constant. It works from PyTorch
+# 2.8; on 2.7 Dynamo fails on it with an internal error.
 
 for name in ("allow_in_graph", "nonstrict_trace"):
     row = torch_only_results[name]
     assert row["breaks"] == 0 and "div" in row["aot"], name
     assert row["trains"] == "gradcheck passes", name
-    assert row["body_runs"].startswith("0 in 3"), name
+    assert row["c_calls"].startswith("0 in 3"), name
 for name in ("plain call", "disable"):
     assert torch_only_results[name]["breaks"] >= 1, name
-    assert torch_only_results[name]["body_runs"].startswith("3 in 3"), name
+    assert torch_only_results[name]["c_calls"].startswith("3 in 3"), name
+constant = torch_only_results["assume_constant_result"]
+if RELEASE >= (2, 8):
+    assert constant["breaks"] == 0
+    assert constant["aot"] == torch_only_results["allow_in_graph"]["aot"]
+    assert constant["c_calls"].startswith("0 in 3")
+else:
+    assert constant["dynamo"].startswith("InternalTorchDynamoError")
+
+# %%
+# ``torch.compiler.substitute_in_graph`` comes from the other side: it
+# registers a Python twin that Dynamo traces in place of a function written
+# in C. It takes Python functions and the builtin functions of C extension
+# modules, and refuses a ``ctypes`` pointer:
+
+try:
+    torch.compiler.substitute_in_graph(libm.cbrt)
+except TypeError as error:
+    print(f"{type(error).__name__}: {error}")
+else:
+    raise AssertionError("expected substitute_in_graph to refuse a ctypes pointer")
 
 # %%
 # Checking the two operators with ``opcheck``
@@ -843,10 +948,10 @@ print(f"opcheck: every sub-test passed for both operators on {devices}")
 # The Triton kernel on a GPU
 # --------------------------
 #
-# With Triton and a CUDA device, float32 GPU tensors reach the Triton kernel.
-# AOTAutograd then hands Inductor the kernel itself, as a
+# On a CUDA device, float32 tensors reach the Triton kernel. AOTAutograd's
+# graph then holds the kernel itself, as a
 # ``triton_kernel_wrapper_functional`` call, instead of the PyTorch branch
-# the table measured.
+# the table measured. On a machine without one, the section says it skipped.
 
 if TRITON_RUNS:
     gpu_volume = torch.randn(1000, device="cuda")
@@ -876,7 +981,30 @@ if TRITON_RUNS:
     assert "triton_kernel_wrapper_functional" in kernel_graphs[0]
     print(f"ran the Triton kernel; AOTAutograd's graph: {kernel_graphs[0]}")
 else:
-    print("The Triton kernel did not run: this needs Triton and a CUDA device.")
+    print("Skipped on this machine (no CUDA device): the Triton kernel.")
+
+# %%
+# Exported on the GPU and compiled by AOTInductor, the same model gives a
+# package that holds the compiled Triton kernel. Like the CPU package in the
+# table, it runs in a fresh process that never defined the operator; unlike
+# it, it fails in a process that sees no GPU.
+
+if TRITON_RUNS and has_compiler:
+    gpu_sample = sample.to("cuda", torch.float32)
+    exported = torch.export.export(AsModule(surface), (gpu_sample,), strict=False)
+    gpu_package = str(package_dir / "triton_op_cuda.pt2")
+    torch._inductor.aoti_compile_and_package(exported, package_path=gpu_package)
+    values, error = run_fresh(gpu_package, "cuda", "float32")
+    assert error is None, error
+    torch.testing.assert_close(values, reference_surface(sample), rtol=1e-5, atol=0)
+    no_gpu = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    _, error = run_fresh(gpu_package, "cpu", "float32", env=no_gpu)
+    assert error is not None
+    print(f"the GPU package runs in a fresh process; with no GPU visible: {error}")
+elif TRITON_RUNS:
+    print("Skipped (no C++ compiler for AOTInductor): the GPU package.")
+else:
+    print("Skipped on this machine (no CUDA device): the GPU package.")
 
 # %%
 # A decision guide
@@ -891,7 +1019,9 @@ guide = [
         "reads tensor data outside PyTorch (C, ctypes, Pillow, pybind11)",
         "custom_op + register_fake + register_autograd",
         "custom_op: 0 graph breaks, one opaque op, trains, exports",
-        custom["breaks"] == 0 and custom["trains"] == "gradcheck passes",
+        custom["breaks"] == 0
+        and custom["inductor_code"] == "calls our operator"
+        and custom["trains"] == "gradcheck passes",
     ),
     (
         "does that and must also run without Python (AOTInductor from C++)",
@@ -902,8 +1032,8 @@ guide = [
     (
         "is a Triton kernel",
         "triton_op + wrap_triton",
-        "triton_op: Inductor receives the body; the package runs anywhere",
-        not OPERATOR.search(triton_row["aot"])
+        "triton_op: Inductor compiles the body; runs in a new process",
+        triton_row["inductor_code"] == "no operator call"
         and (not has_compiler or triton_row["aoti_fresh"] == "runs"),
     ),
     (
@@ -911,6 +1041,12 @@ guide = [
         "nonstrict_trace (allow_in_graph for tensor-only arguments)",
         "second table: 0 graph breaks, aten ops, trains; body runs once",
         torch_only_results["nonstrict_trace"]["breaks"] == 0,
+    ),
+    (
+        "is PyTorch code around a call whose result never changes",
+        "torch.compiler.assume_constant_result on that call (PyTorch 2.8+)",
+        "second table: 0 graph breaks, the call runs once",
+        RELEASE < (2, 8) or constant["breaks"] == 0,
     ),
     (
         "only needs to run, compiled around (no export, no single graph)",
@@ -937,13 +1073,12 @@ for situation, mechanism, evidence, holds in guide:
 #
 # The five mechanisms answer one question differently: who may look inside
 # the function? ``disable`` lets nobody in and pays with a graph break.
-# ``allow_in_graph`` and ``nonstrict_trace`` keep Dynamo out but let
-# AOTAutograd trace the body, so the body must be PyTorch code, and any other
-# Python in it runs once, at trace time. ``custom_op`` keeps everybody out
-# and replaces the body with a schema, a fake kernel and an autograd formula,
-# which is why it is the only way to put truly opaque code in one graph and
-# in an exported program. ``triton_op`` is the exception that is traced on
-# purpose, so Inductor can compile the Triton kernel with the rest.
+# ``allow_in_graph`` and ``nonstrict_trace`` let AOTAutograd trace the body,
+# so it must be PyTorch code, and its other Python runs once, at trace time.
+# ``custom_op`` keeps everybody out behind a schema, a fake kernel and an
+# autograd formula: the only way to put truly opaque code in one graph and in
+# an exported program. ``triton_op`` is traced on purpose, so that Inductor
+# compiles the Triton kernel with the rest.
 #
 # Related pages:
 #

@@ -41,13 +41,15 @@ that expose their mistakes.
       outputs that have no gradient with ``ctx.mark_non_differentiable``, and
       in ``backward`` compute only the gradients ``ctx.needs_input_grad``
       asks for.
-   #. For an ``int`` result or a data-dependent output size, make the fake
-      kernel return ``torch.library.get_ctx().new_dynamic_size()``.
+   #. For an ``int`` result that follows from the input's sizes, make the
+      fake kernel compute it from them (``x.shape[-1] // 2``); for one that
+      depends on the data, or a data-dependent output size, return
+      ``torch.library.get_ctx().new_dynamic_size()``.
    #. In a hand-written schema, write ``SymInt`` (not ``int``) for any
       integer that can come from a tensor's size.
-   #. Run ``opcheck`` on samples that include an empty tensor, non-contiguous
-      views, a permuted (dense but not row-major) tensor and inputs that
-      require grad.
+   #. Run ``opcheck`` on samples that include an empty tensor, a strided
+      slice, tensors whose dimensions are not in row-major order (transposed
+      or permuted, with gaps and without) and inputs that require grad.
 
 An operator's *schema* is its contract with the rest of PyTorch: the
 dispatcher, autograd, ``torch.compile`` and ``torch.export`` all read it.
@@ -58,6 +60,10 @@ so the signature you give the Python function is the contract.
 # %%
 # Setting up
 # ----------
+#
+# Where CUDA's compiler is installed on a machine without a GPU, the setup
+# also keeps a harmless notice of ``torch.utils.cpp_extension`` ("No CUDA
+# runtime is found") out of the output, and prints one line saying so.
 
 import sys
 
@@ -67,11 +73,37 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
 
 import matplotlib.pyplot as plt
+from torch.fx.experimental.proxy_tensor import make_fx
 
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
+# sphinx_gallery_start_ignore
+# Inductor imports torch.utils.cpp_extension to compile CPU code. Where CUDA's
+# compiler is installed but no GPU is visible, that import warns "No CUDA
+# runtime is found" (PyTorch 2.7 prints it, later releases log it), which says
+# nothing about this page. Import the module now with the notice caught.
+import contextlib
+import io
+import logging
+
+first_import = "torch.utils.cpp_extension" not in sys.modules
+notices = []
+logging.getLogger("torch.utils.cpp_extension").addFilter(notices.append)
+with contextlib.redirect_stderr(io.StringIO()) as printed:
+    from torch.utils import cpp_extension
+logging.getLogger("torch.utils.cpp_extension").removeFilter(notices.append)
+notice = printed.getvalue() + "".join(record.getMessage() for record in notices)
+if first_import:
+    nvcc_without_gpu = bool(cpp_extension.CUDA_HOME) and not torch.cuda.is_available()
+    assert ("No CUDA runtime is found" in notice) == nvcc_without_gpu, notice
+    assert not notice or bool(printed.getvalue()) == (RELEASE < (2, 8)), notice
+if "No CUDA runtime is found" in notice:
+    print(f"CUDA's compiler is installed ({cpp_extension.CUDA_HOME}), but no GPU:")
+    print("  torch.utils.cpp_extension's 'No CUDA runtime is found' is kept out")
+# sphinx_gallery_end_ignore
 
 
 def failed_tests(verdicts):
@@ -428,9 +460,11 @@ else:
 
 # %%
 # Why no default for ``weight``? Give the same operator ``weight=None`` as a
-# default and train through it without a weight: on some releases the
+# default and train through it without a weight: up to PyTorch 2.13 the
 # backward of an operator with a list input then fails its own structure
-# check. The cell tries it on this release.
+# check. The dispatcher drops trailing arguments left at their defaults,
+# and the check compared the gradients with the shortened inputs (a bug
+# fixed by pytorch PR 185132, in 2.14). The cell tries it on this release.
 
 
 def rms_norm_all_with_default(
@@ -449,10 +483,13 @@ with_default.register_autograd(rms_norm_backward, setup_context=rms_norm_setup_c
 try:
     sum(y.sum() for y in with_default([queries, keys])).backward()
     print("a default on the optional weight trains on this release")
+    trains = True
 except RuntimeError as error:
     message = first_line(error).split(". Got")[0]
     print(f"a default on the optional weight breaks backward here: {message}")
     assert "same structure as the inputs" in str(error)
+    trains = False
+assert trains == (RELEASE >= (2, 14))
 
 # %%
 # An integer result and a data-dependent output size
@@ -501,6 +538,43 @@ def _(x, *, threshold=0.0):
 print(count_above._opoverload._schema)
 print(values_above._opoverload._schema)
 assert str(count_above._opoverload._schema).endswith("-> SymInt")
+
+# %%
+# An ``int`` that follows from the input's sizes needs no new symbol: under
+# ``torch.compile`` the sizes are symbols already, and the fake kernel can
+# compute the result from them. ``half_width`` returns ``x.shape[-1] // 2``.
+# ``make_fx``, from the public but experimental ``torch.fx.experimental``,
+# traces a call with symbolic sizes and shows what the compiler knows about
+# a buffer of that length, and of ``count_above``'s.
+
+
+@torch.library.custom_op("signatures::half_width", mutates_args=())
+def half_width(x: torch.Tensor) -> int:
+    return x.shape[-1] // 2
+
+
+@half_width.register_fake
+def _(x):
+    return x.shape[-1] // 2
+
+
+def traced_length(int_op):
+    """The length of x.new_zeros(int_op(x)) in a trace with symbolic sizes."""
+    trace = make_fx(lambda x: x.new_zeros(int_op(x)), tracing_mode="symbolic")
+    graph = trace(torch.randn(2, 6)).graph
+    output = next(node for node in graph.nodes if node.op == "output")
+    return str(output.args[0].meta["val"].shape[0])
+
+
+from_sizes, from_data = traced_length(half_width), traced_length(count_above)
+print(f"half_width: {from_sizes}; count_above: {from_data}")
+assert "//2" in from_sizes and from_data.startswith("u")
+
+# %%
+# The first length is an expression in the input's width; the second is a
+# new unknown, of which the compiler knows only that it is not negative. A
+# fake kernel that returned a new symbol for ``half_width`` would throw the
+# relation to the width away.
 
 # %%
 # ``opcheck`` with an input that requires grad finds something before we
@@ -568,10 +642,11 @@ print(f"gradcheck and opcheck pass for both operators on {devices}")
 # the large values and allocates a buffer of the counted length. A counting
 # backend (any callable works as a backend) counts the compilations.
 #
-# Older releases refuse an operator with a data-dependent output size in a
-# full graph unless two Dynamo settings, ``capture_dynamic_output_shape_ops``
-# and ``capture_scalar_outputs``, are switched on. The cell tries without
-# them first and says whether this release needed them.
+# PyTorch 2.7 to 2.9 refuse an operator with a data-dependent output size in
+# a full graph unless two Dynamo settings, ``capture_dynamic_output_shape_ops``
+# and ``capture_scalar_outputs``, are switched on; from 2.10 it compiles
+# without them. The cell tries without them first and says whether this
+# release needed them.
 
 
 class CountingBackend:
@@ -604,8 +679,10 @@ backend = CountingBackend()
 try:
     outputs = compile_and_run(backend)
     print("compiled in one graph without extra settings")
+    assert RELEASE >= (2, 10)
 except torch._dynamo.exc.Unsupported as error:
     print(f"this release refuses at first: {first_line(error)}")
+    assert RELEASE < (2, 10)
     backend = CountingBackend()
     with torch._dynamo.config.patch(
         capture_dynamic_output_shape_ops=True, capture_scalar_outputs=True
@@ -722,12 +799,18 @@ plt.show()
 # -------------------------------------------------
 #
 # A fake kernel must produce the same strides as the real one. The mistake
-# that slips through most often is ``torch.empty_like(x)``: it copies the
-# layout of ``x`` when ``x`` is dense (contiguous, transposed or permuted),
-# and falls back to a contiguous layout when ``x`` has gaps (a strided
-# slice). A kernel that always writes a fresh row-major result therefore
-# agrees with it on contiguous inputs and on strided slices, and disagrees on
-# every permuted input. Samples of the first two kinds cannot catch it.
+# that slips through most often is ``torch.empty_like(x)``. It keeps the
+# *order* of the strides of ``x`` (which dimension is innermost, which comes
+# next) and makes the result dense: it copies the strides of a dense ``x``
+# (contiguous, transposed, permuted), and gives an ``x`` with gaps (a strided
+# slice) the dense strides of that same order. ``dense_in_order`` below
+# computes that rule by hand, and the cell checks it on every layout.
+#
+# A kernel that always writes a fresh row-major result therefore agrees with
+# ``empty_like`` exactly when the dimensions of ``x`` are in row-major order:
+# a contiguous tensor, an empty one, a slice of a row-major tensor. It
+# disagrees on every input in another order, with gaps or without. Samples
+# in row-major order cannot catch it.
 #
 # ``softsign_bad`` below has such a kernel and such a fake kernel. (The
 # ``softsign`` formula, ``x / (1 + |x|)``, is incidental.)
@@ -747,7 +830,16 @@ softsign_bad = torch.library.custom_op(
 @softsign_bad.register_fake
 def _(x):
     check_floating(x)
-    return torch.empty_like(x)  # wrong for dense inputs that are not row-major
+    return torch.empty_like(x)  # wrong for inputs not in row-major order
+
+
+def dense_in_order(x):
+    """Dense strides in the order of x's strides, innermost dimension first."""
+    strides, step = [0] * x.dim(), 1
+    for dim in sorted(range(x.dim()), key=x.stride):
+        strides[dim] = step
+        step *= x.shape[dim]
+    return tuple(strides)
 
 
 block = torch.randn(2, 3, 4)
@@ -757,12 +849,16 @@ layouts = {
     "strided slice": block[..., ::2],
     "transposed": block[0].t(),
     "permuted": block.permute(2, 0, 1),
+    "sliced, transposed": block[0].t()[:, ::2],
 }
 for name, x in layouts.items():
     fake_strides = torch.empty_like(x).stride()
-    print(f"{name:>14}: real {softsign_bad(x).stride()}, fake {fake_strides}")
-assert torch.empty_like(layouts["strided slice"]).is_contiguous()
-assert torch.empty_like(layouts["permuted"]).stride() == layouts["permuted"].stride()
+    print(
+        f"{name:>18}: input {x.stride()}, real {softsign_bad(x).stride()}, "
+        f"fake {fake_strides}"
+    )
+    assert fake_strides == dense_in_order(x), name
+assert not torch.empty_like(layouts["sliced, transposed"]).is_contiguous()
 
 # %%
 # ``opcheck``'s ``test_faketensor`` compares the fake kernel's output with
@@ -771,6 +867,8 @@ assert torch.empty_like(layouts["permuted"]).stride() == layouts["permuted"].str
 # samples pass, so the cell also compiles a call: Inductor's generated code
 # checks the size and strides of every output it receives from an operator
 # against what the fake kernel promised, and raises an ``AssertionError``.
+# (It does so while the private setting
+# ``torch._inductor.config.size_asserts`` is on, as it is by default.)
 
 
 def check_layout(op, x):
@@ -789,20 +887,21 @@ for name, x in layouts.items():
     failed, compiled = check_layout(softsign_bad, x)
     caught[name] = (bool(failed), compiled != "runs")
     opcheck_verdict = ", ".join(failed) or "passes"
-    print(f"{name:>14}: opcheck {opcheck_verdict}; compiled call: {compiled}")
+    print(f"{name:>18}: opcheck {opcheck_verdict}; compiled call: {compiled}")
+assert torch._inductor.config.size_asserts
 for name in ("contiguous", "empty", "strided slice"):
     assert caught[name] == (False, False), name
-for name in ("transposed", "permuted"):
+for name in ("transposed", "permuted", "sliced, transposed"):
     assert caught[name][1], name
 opcheck_sees_cpu_strides = caught["permuted"][0]
 print(f"opcheck compares CPU strides on this release: {opcheck_sees_cpu_strides}")
-release = tuple(int(part) for part in torch.__version__.split(".")[:2])
-assert opcheck_sees_cpu_strides == (release >= (2, 13))
+assert opcheck_sees_cpu_strides == (RELEASE >= (2, 13))
 
 # %%
-# Only the permuted and transposed samples expose the bug. The fix is to say
-# what the kernel does: its result is always row-major. ``softsign`` is the
-# same kernel with that fake kernel.
+# Only the samples whose dimensions are out of row-major order expose the
+# bug, the one with gaps included. The fix is to say what the kernel does:
+# its result is always row-major. ``softsign`` is the same kernel with that
+# fake kernel.
 
 softsign = torch.library.custom_op(
     "signatures::softsign", softsign_kernel, mutates_args=()
@@ -856,12 +955,13 @@ print("softsign: opcheck and gradcheck pass")
 # The Python signature is the operator's contract. Tuples give several
 # outputs, and ``setup_context`` decides which carry gradients; ``Tensor |
 # None`` and ``list[Tensor]`` give optional and list arguments, and a list
-# result needs a list of gradients back. ``int`` results and data-dependent
-# sizes come from ``new_dynamic_size()`` in the fake kernel. In a schema you
+# result needs a list of gradients back. An ``int`` result computed from
+# the sizes is computed from them in the fake kernel too; data-dependent
+# ``int`` results and sizes come from ``new_dynamic_size()``. In a schema you
 # write yourself, ``SymInt`` is the integer type that lets one compiled graph
-# serve every size. Finally, samples decide what ``opcheck`` can see: the
-# permuted one caught a fake kernel that every row-major sample passed, and
-# the ones that require grad caught missing backward formulas.
+# serve every size. Finally, samples decide what ``opcheck`` can see: those
+# out of row-major order caught a fake kernel that every row-major sample
+# passed, and the ones that require grad caught missing backward formulas.
 #
 # Related pages:
 #

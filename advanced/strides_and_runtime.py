@@ -43,10 +43,10 @@ work on a side CUDA stream.
       ``tags`` argument.
    #. If the kernel reads host state, synchronizes, or must not be replayed
       from a capture, tag it ``torch.Tag.cudagraph_unsafe``.
-   #. If the kernel uses a side stream, make the side stream wait for the
-      current one before it starts, make the current stream wait for the
-      side stream before returning, and ``record_stream`` every tensor the
-      side stream touches.
+   #. If the kernel uses a side stream, allocate its outputs on the current
+      stream, make the side stream wait for the current one before it
+      starts, and make the current stream wait for the side stream before
+      returning.
    #. Test with inputs that are transposed, sliced and permuted, compiled
       and not.
 
@@ -59,6 +59,10 @@ has. This page measures that freedom on the running release.
 # %%
 # Setting up
 # ----------
+#
+# Where CUDA's compiler is installed on a machine without a GPU, the setup
+# also keeps a harmless notice of ``torch.utils.cpp_extension`` ("No CUDA
+# runtime is found") out of the output, and prints one line saying so.
 
 import sys
 
@@ -68,18 +72,46 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
 
 import inspect
+import re
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 from torch._dynamo.backends.common import aot_autograd
 
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
 torch.manual_seed(0)
 devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
+# sphinx_gallery_start_ignore
+# Inductor imports torch.utils.cpp_extension to compile CPU code. Where CUDA's
+# compiler is installed but no GPU is visible, that import warns "No CUDA
+# runtime is found" (PyTorch 2.7 prints it, later releases log it), which says
+# nothing about this page. Import the module now with the notice caught.
+import contextlib
+import io
+import logging
+
+first_import = "torch.utils.cpp_extension" not in sys.modules
+notices = []
+logging.getLogger("torch.utils.cpp_extension").addFilter(notices.append)
+with contextlib.redirect_stderr(io.StringIO()) as printed:
+    from torch.utils import cpp_extension
+logging.getLogger("torch.utils.cpp_extension").removeFilter(notices.append)
+notice = printed.getvalue() + "".join(record.getMessage() for record in notices)
+if first_import:
+    nvcc_without_gpu = bool(cpp_extension.CUDA_HOME) and not torch.cuda.is_available()
+    assert ("No CUDA runtime is found" in notice) == nvcc_without_gpu, notice
+    assert not notice or bool(printed.getvalue()) == (RELEASE < (2, 8)), notice
+if "No CUDA runtime is found" in notice:
+    print(f"CUDA's compiler is installed ({cpp_extension.CUDA_HOME}), but no GPU:")
+    print("  torch.utils.cpp_extension's 'No CUDA runtime is found' is kept out")
+# sphinx_gallery_end_ignore
 
 # %%
 # ``aot_autograd`` comes from a private module; we use it once, to look at the
-# graph Inductor receives, which no public API returns.
+# forward graph AOTAutograd builds, the stage before Inductor, which no public
+# API returns.
 #
 # An operator that sees the layout
 # --------------------------------
@@ -124,7 +156,9 @@ torch.testing.assert_close(values, grid.flatten())
 # release has. ``needs_exact_strides`` and ``needs_contiguous_strides`` arrived in
 # PyTorch 2.8, as did the ``tags`` argument of ``custom_op``; where it is
 # missing, the tagged copies use ``torch.library.define``, which takes tags
-# on every release this page supports.
+# on every release this page supports. A C++ operator takes them as a list
+# after the schema, ``m.def("f(Tensor x) -> Tensor", {at::Tag::flexible_layout})``;
+# the cell finds that signature of ``Library::def`` in PyTorch's header.
 
 layout_tags = {
     name: getattr(torch.Tag, name)
@@ -139,6 +173,13 @@ layout_tags = {
 print(f"layout tags on this release: {list(layout_tags)}")
 CUSTOM_OP_TAKES_TAGS = "tags" in inspect.signature(torch.library.custom_op).parameters
 print(f"custom_op accepts tags=: {CUSTOM_OP_TAKES_TAGS}")
+assert ("needs_exact_strides" in layout_tags) == (RELEASE >= (2, 8))
+assert ("needs_contiguous_strides" in layout_tags) == (RELEASE >= (2, 8))
+assert CUSTOM_OP_TAKES_TAGS == (RELEASE >= (2, 8))
+library_h = Path(torch.__file__).parent / "include" / "torch" / "library.h"
+cpp_def = r"raw_schema,\s*const std::vector<at::Tag>& tags = \{\}"
+assert re.search(cpp_def, library_h.read_text())
+print("torch/library.h: Library::def(schema, tags) takes a list of at::Tag")
 
 
 def define_memory_order(name, tags):
@@ -196,14 +237,14 @@ print(f"opcheck passed for the untagged memory_order on {devices}")
 # ``torch._functorch.config``; both modules are private, so we read the value
 # only to print it and compare it with what we measure.
 
-if hasattr(torch._functorch.config, "custom_op_default_layout_constraint"):
+in_functorch = hasattr(torch._functorch.config, "custom_op_default_layout_constraint")
+if in_functorch:
     default_tag = torch._functorch.config.custom_op_default_layout_constraint
 else:
     default_tag = torch._inductor.config.custom_op_default_layout_constraint
 print(f"default for untagged custom operators on this release: {default_tag}")
-assert default_tag in layout_tags
-release = tuple(int(part) for part in torch.__version__.split(".")[:2])
-if release >= (2, 8):
+assert default_tag in layout_tags and in_functorch == (RELEASE >= (2, 8))
+if RELEASE >= (2, 8):
     assert default_tag == "needs_exact_strides", default_tag
 else:
     assert default_tag == "needs_fixed_stride_order", default_tag
@@ -281,8 +322,8 @@ for name in ["eager", *probes]:
 # * ``needs_exact_strides``: exactly eager's strides.
 # * ``needs_fixed_stride_order``: the same order of strides (which dimension
 #   is innermost, and so on) as in eager mode; Inductor may close gaps, so the
-#   strides themselves can differ. One exception shows on recent releases:
-#   where eager mode made a dense copy of a broadcast row, Inductor may pass
+#   strides themselves can differ. One exception shows from PyTorch 2.14:
+#   where eager mode made a dense copy of a broadcast row, Inductor passes
 #   the broadcast view itself, with stride 0.
 # * ``needs_contiguous_strides``: row-major.
 # * untagged ``custom_op``: whatever the release's default tag promises.
@@ -318,13 +359,15 @@ for case, row in seen.items():
     define_matches["flexible_layout"] &= (
         define_strides == row["flexible_layout"][0][:-1]
     )
-assert any(define_matches.values())
+assert define_matches["the default"] == (RELEASE >= (2, 8))
+assert define_matches["flexible_layout"] or RELEASE >= (2, 8)
 print(f"asserted: the tags keep their promises; untagged behaves as {default_tag}")
 print(f"an untagged torch.library.define operator matches: {define_matches}")
 print(
     "producers where needs_fixed_stride_order passed a broadcast view:",
     broadcast_producers,
 )
+assert broadcast_producers == (["expanded row"] if RELEASE >= (2, 14) else [])
 
 # %%
 # On this release the untagged ``custom_op`` copy behaves as the configured
@@ -421,7 +464,7 @@ plt.show()
 # 2.8 and later) says so: Inductor then runs the operator eagerly, either by
 # splitting the graph around it and recording the pieces (with graph
 # partitioning, on by default since 2.9) or by not recording that graph at
-# all.
+# all. The code below checks both release dates.
 #
 # ``add_step`` adds a number kept in a Python dictionary, read when the
 # kernel runs: a host-side value that a recording would freeze. We define it
@@ -447,6 +490,7 @@ def pass_gradient(ctx, grad):
 
 
 HAS_CUDAGRAPH_TAG = hasattr(torch.Tag, "cudagraph_unsafe") and CUSTOM_OP_TAKES_TAGS
+assert HAS_CUDAGRAPH_TAG == (RELEASE >= (2, 8))
 add_step_ops = {}
 if HAS_CUDAGRAPH_TAG:
     for label, tags in (
@@ -482,14 +526,16 @@ else:
     print("This release has no torch.Tag.cudagraph_unsafe: the section is skipped.")
 
 # %%
-# What the compiler records can be checked on any machine: the node for the
-# tagged operator in the graph Inductor receives carries the tag, and the
-# untagged twin's node does not. Inductor's ``graph_partition`` setting
-# (private configuration) decides which of the two strategies a GPU run uses.
+# What the compiler records can be checked on any machine: the tag travels
+# with the operator into the forward graph AOTAutograd builds for Inductor.
+# The tagged operator's node carries it; its untagged twin's does not.
+# Inductor's ``graph_partition`` setting (private configuration) decides
+# which of the two strategies a GPU run uses.
 
 if HAS_CUDAGRAPH_TAG:
     partition = getattr(torch._inductor.config, "graph_partition", False)
     print(f"Inductor graph partitioning on this release: {partition}")
+    assert partition == (RELEASE >= (2, 9))
     graphs = []
 
     def keep_graph(graph_module, example_inputs):
@@ -522,7 +568,11 @@ if HAS_CUDAGRAPH_TAG:
 # operator keeps adding the old value; the tagged one runs each time and adds
 # the new one.
 
-if HAS_CUDAGRAPH_TAG and torch.cuda.is_available():
+if not torch.cuda.is_available():
+    print("Skipped on this machine (no CUDA device): the CUDA-graph run.")
+elif not HAS_CUDAGRAPH_TAG:
+    print("Skipped on this release (no Tag.cudagraph_unsafe): the CUDA-graph run.")
+else:
     x = torch.randn(1024, device="cuda")
     results = {}
     for label, op in add_step_ops.items():
@@ -538,8 +588,6 @@ if HAS_CUDAGRAPH_TAG and torch.cuda.is_available():
     torch.testing.assert_close(results["cudagraph_unsafe"], (x * 2 + 5.0) * 3)
     print("CUDA graphs ran: the replayed untagged operator kept the old step;")
     print("the cudagraph_unsafe operator ran eagerly and used the new one")
-else:
-    print("CUDA graphs did not run: this needs a CUDA device and the tag.")
 
 # %%
 # Work on a side stream
@@ -551,13 +599,21 @@ else:
 #
 # 1. the side stream waits for the current stream before reading the inputs;
 # 2. the current stream waits for the side stream before the result is used;
-# 3. every tensor used on the side stream is ``record_stream``-ed, so its
-#    memory is not reused while the side stream may still touch it.
+# 3. the output is allocated on the current stream, before the switch.
+#
+# The third rule is about memory. The caching allocator hands a freed block
+# to later work on the stream that allocated it. The inputs the caller made
+# and an output made by rule 3 belong to the current stream, where rule 2
+# orders all later work after the side stream's, so none of them needs
+# ``record_stream``. An output allocated on the side stream would need
+# ``out.record_stream(current)``: freed by the caller, its block could go to
+# the side stream's next allocation while the current stream still reads it.
 #
 # On the CPU there are no streams and the kernel computes directly. The
 # backward formula is ordinary PyTorch code and runs on the current stream.
 
 side_streams = {}
+side_stream_runs = {"count": 0}
 
 
 def side_stream_for(device):
@@ -572,14 +628,14 @@ def scaled_softplus(x: torch.Tensor, scale: float) -> torch.Tensor:
         raise ValueError(f"x must be a floating-point tensor, got {x.dtype}")
     if x.device.type != "cuda":
         return torch.nn.functional.softplus(x) * scale
+    side_stream_runs["count"] += 1
     current = torch.cuda.current_stream(x.device)
     side = side_stream_for(x.device)
+    out = torch.empty_like(x)  # rule 3, on the current stream
     side.wait_stream(current)  # rule 1
     with torch.cuda.stream(side):
-        out = torch.nn.functional.softplus(x) * scale
+        torch.mul(torch.nn.functional.softplus(x), scale, out=out)
     current.wait_stream(side)  # rule 2
-    x.record_stream(side)  # rule 3: x was read on the side stream
-    out.record_stream(current)  # out was allocated on the side stream
     return out
 
 
@@ -633,6 +689,30 @@ print(f"the side stream was used: {bool(side_streams)}")
 assert bool(side_streams) == torch.cuda.is_available()
 
 # %%
+# Such an operator can also be recorded in a CUDA graph: a fork to a side
+# stream and a join back through ``wait_stream`` are what a recording can
+# capture. On a GPU the cell compiles a call with ``mode="reduce-overhead"``
+# and counts how often the kernel's Python code runs: after warm-up and
+# recording, replays run none of it.
+
+if torch.cuda.is_available():
+    torch.compiler.reset()
+    replayed = torch.compile(
+        lambda t: scaled_softplus(t + 1, 0.5) - 1, mode="reduce-overhead"
+    )
+    x = torch.randn(64, 32, device="cuda")
+    side_stream_runs["count"] = 0
+    for _ in range(5):
+        result = replayed(x)
+        expected = torch.nn.functional.softplus(x + 1) * 0.5 - 1
+        torch.testing.assert_close(result, expected)
+    kernel_runs = side_stream_runs["count"]
+    print(f"5 calls under reduce-overhead; the kernel's Python ran {kernel_runs}")
+    assert 0 < kernel_runs < 5
+else:
+    print("Skipped on this machine (no CUDA device): the side stream in a CUDA graph.")
+
+# %%
 # Conclusion
 # ----------
 #
@@ -643,8 +723,8 @@ assert bool(side_streams) == torch.cuda.is_available()
 # kernel that wants row-major memory and would otherwise copy;
 # ``flexible_layout`` is for kernels that really handle any strides.
 # ``Tag.cudagraph_unsafe`` keeps an operator out of CUDA graph recordings, and
-# a kernel that uses a side stream must synchronize both ways and record its
-# tensors on the streams that use them.
+# a kernel that uses a side stream must synchronize both ways and allocate
+# its output on the current stream.
 #
 # Related pages:
 #
