@@ -92,16 +92,22 @@ if not torch.cuda.is_available():
 #
 # .. list-table::
 #    :header-rows: 1
-#    :widths: 25 45 30
+#    :widths: 30 42 28
 #
 #    * - check
 #      - fails when
 #      - taught in
-#    * - ``test_schema``, ``test_autograd_registration``, ``test_faketensor``,
-#        ``test_aot_dispatch_dynamic``
-#      - ``opcheck`` finds an undeclared write or alias, an unsupported
-#        autograd registration, a fake kernel that disagrees with the real
-#        one, or a forward or backward that does not survive tracing
+#    * - ``test_schema``
+#      - the operator writes or aliases an argument against its schema
+#      - :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
+#    * - ``test_autograd_registration``
+#      - autograd support is registered in an unsupported way
+#      - :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
+#    * - ``test_faketensor``
+#      - the fake kernel's output differs from the real one
+#      - :ref:`sphx_glr_tutorials_python_custom_ops.py`
+#    * - ``test_aot_dispatch_dynamic``
+#      - the forward or the backward fails or differs when traced
 #      - :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
 #    * - ``layout``
 #      - the result on a variant differs from the result on its row-major copy
@@ -329,8 +335,7 @@ class Report:
         count = len({row.variant for row in self.rows})
         verdict = "passed" if self.passed else f"{len(self.failed)} rows failed"
         total = sum(self.seconds.values())
-        lines = [f"{self.operator}: {count} variants, {verdict}, {total:.1f} s"]
-        lines.append(f"{'check':<26} {'variant':<33} {'outcome':<7} detail")
+        table = [("check", "variant", "outcome", "detail")]
         for check in CHECKS:
             rows = [row for row in self.rows if row.check == check]
             groups = {}
@@ -340,7 +345,12 @@ class Report:
                 shown = group[0].variant + f" +{len(group) - 1}" * (len(group) > 1)
                 if len(group) == len(rows) > 1:
                     shown = f"all {len(rows)}"
-                lines.append(f"{check:<26} {shown:<33} {outcome:<7} {detail}")
+                table.append((check, shown, outcome, detail))
+        widths = [max(len(line[column]) for line in table) for column in range(3)]
+        lines = [f"{self.operator}: {count} variants, {verdict}, {total:.1f} s"]
+        for line in table:
+            cells = [line[column].ljust(widths[column]) for column in range(3)]
+            lines.append("  ".join([*cells, line[3]]).rstrip())
         return "\n".join(lines)
 
 
@@ -633,23 +643,14 @@ assert report.passed
 # Six broken operators
 # --------------------
 #
-# Each operator below is ``silu`` with one mistake the course teaches:
-#
-# * ``silu_wrong_strides``: a fake kernel that ignores the input's layout and
-#   always promises a row-major result
-#   (:ref:`sphx_glr_tutorials_python_custom_ops.py`).
-# * ``silu_row_major``: a kernel that reads its input's memory in address
-#   order, as a C loop over ``x.data_ptr()`` does, which is the element order
-#   only for a row-major tensor. It has no backward, like many
-#   inference-only kernels.
-# * ``silu_ignores_grad``: a backward that forgets to multiply by the incoming
-#   gradient, right only when that gradient is all ones.
-# * ``silu_no_fake``: no fake kernel at all
-#   (:ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`).
-# * ``silu_into``: writes its result into ``out`` without declaring it in
-#   ``mutates_args`` (:ref:`sphx_glr_tutorials_mutable_custom_ops.py`).
-# * ``silu_int_fake``: a fake kernel whose size check calls ``int()`` on a
-#   size, which fixes it (:ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`).
+# Each operator below is ``silu`` with one mistake the course teaches. The
+# first two get the layout wrong. ``silu_wrong_strides`` has a fake kernel
+# that ignores the input's layout and always promises a row-major result
+# (:ref:`sphx_glr_tutorials_python_custom_ops.py`). ``silu_row_major`` reads
+# its input's memory in address order, as a C loop over ``x.data_ptr()``
+# does, which is the element order only for a row-major tensor; its result is
+# always row-major, as its fake kernel says. Like many inference-only
+# kernels, it has no backward.
 
 
 def row_major_strides(shape):
@@ -677,6 +678,12 @@ def silu_row_major(x: Tensor) -> Tensor:
 
 silu_row_major.register_fake(lambda x: x.new_empty(x.shape))
 
+# %%
+# ``silu_ignores_grad`` has a backward that forgets to multiply by the
+# incoming gradient, which is right only when that gradient is all ones.
+# ``silu_no_fake`` has no fake kernel
+# (:ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`).
+
 
 @torch.library.custom_op("checkop::silu_ignores_grad", mutates_args=())
 def silu_ignores_grad(x: Tensor) -> Tensor:
@@ -699,6 +706,13 @@ def silu_no_fake(x: Tensor) -> Tensor:
 
 
 silu_no_fake.register_autograd(silu_backward, setup_context=save_input)
+
+# %%
+# ``silu_into`` writes its result into ``out`` without declaring it in
+# ``mutates_args`` (:ref:`sphx_glr_tutorials_mutable_custom_ops.py`).
+# ``silu_int_fake`` has a fake kernel whose size check calls ``int()`` on a
+# size, which fixes it
+# (:ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`).
 
 
 @torch.library.custom_op("checkop::silu_into", mutates_args=())  # should be {"out"}
@@ -791,35 +805,46 @@ print(f"each operator failed exactly its expected checks on {torch.__version__}"
 # variants it ran on), green when it passed on every variant it ran on, and
 # grey when it was skipped on all of them.
 
+
 # sphinx_gallery_start_ignore
-colours = {"passed": "#b7dfc0", "failed": "#c0392b", "skipped": "#d5d5d5"}
-fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
-for row, op_report in enumerate(reports.values()):
-    for column, check in enumerate(CHECKS):
-        colour = colours[op_report.outcome(check)]
-        cell = plt.Rectangle((column - 0.46, row - 0.44), 0.92, 0.88, color=colour)
-        ax.add_patch(cell)
-        ran = [r for r in op_report.rows if r.check == check and r.outcome != "skipped"]
-        failed = [r for r in ran if r.outcome == "failed"]
-        label = f"{len(failed)}/{len(ran)}" if failed else ("skip" if not ran else "")
-        text_colour = "white" if failed else "0.3"
-        ax.text(column, row, label, ha="center", va="center", color=text_colour)
-ax.set_xticks(range(len(CHECKS)), [c.removeprefix("test_") for c in CHECKS])
-ax.tick_params(axis="x", rotation=40, length=0)
-ax.tick_params(axis="y", length=0)
-for tick in ax.get_xticklabels():
-    tick.set_horizontalalignment("right")
-ax.set_yticks(range(len(reports)), list(reports))
-ax.set_xlim(-0.5, len(CHECKS) - 0.5)
-ax.set_ylim(len(reports) - 0.5, -0.5)
-for side in ax.spines.values():
-    side.set_visible(False)
-handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-fig.legend(handles, list(colours), loc="outside lower center", ncols=3, frameon=False)
-version = torch.__version__.split("+")[0]
-ax.set_title(f"check_operator's verdicts: failed / variants run, PyTorch {version}")
-plt.show()
+def draw_verdicts(reports):
+    colours = {"passed": "#b7dfc0", "failed": "#c0392b", "skipped": "#d5d5d5"}
+    fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
+    for row, op_report in enumerate(reports.values()):
+        for column, check in enumerate(CHECKS):
+            colour = colours[op_report.outcome(check)]
+            cell = plt.Rectangle((column - 0.46, row - 0.44), 0.92, 0.88, color=colour)
+            ax.add_patch(cell)
+            ran = [
+                r for r in op_report.rows if r.check == check and r.outcome != "skipped"
+            ]
+            failed = [r for r in ran if r.outcome == "failed"]
+            label = (
+                f"{len(failed)}/{len(ran)}" if failed else ("skip" if not ran else "")
+            )
+            text_colour = "white" if failed else "0.3"
+            ax.text(column, row, label, ha="center", va="center", color=text_colour)
+    ax.set_xticks(range(len(CHECKS)), [c.removeprefix("test_") for c in CHECKS])
+    ax.tick_params(axis="x", rotation=40, length=0)
+    ax.tick_params(axis="y", length=0)
+    for tick in ax.get_xticklabels():
+        tick.set_horizontalalignment("right")
+    ax.set_yticks(range(len(reports)), list(reports))
+    ax.set_xlim(-0.5, len(CHECKS) - 0.5)
+    ax.set_ylim(len(reports) - 0.5, -0.5)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    fig.legend(
+        handles, list(colours), loc="outside lower center", ncols=3, frameon=False
+    )
+    version = torch.__version__.split("+")[0]
+    ax.set_title(f"check_operator's verdicts: failed / variants run, PyTorch {version}")
+    plt.show()
+
+
 # sphinx_gallery_end_ignore
+draw_verdicts(reports)
 
 # %%
 # Row by row
