@@ -81,10 +81,10 @@ if not torch.cuda.is_available():
 # %%
 # One import is private: ``torch._dynamo.utils.counters`` holds Dynamo's
 # statistics, and ``counters["stats"]["unique_graphs"]`` grows by one with
-# every graph Dynamo compiles, whatever the backend. No public API counts
-# compilations with the default backend; the public
-# ``torch.compiler.set_stance("fail_on_recompile")`` turns the first
-# recompilation into an error but does not count
+# every graph Dynamo compiles, whatever the backend. The public ways count
+# less: a counting backend counts only what it compiles itself, not what
+# Inductor compiles, and ``torch.compiler.set_stance("fail_on_recompile")``
+# turns the first recompilation into an error
 # (:ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py` shows both).
 #
 # What the checker runs
@@ -258,12 +258,13 @@ def variants(op, samples, devices, dtypes):
         combinations = itertools.product(
             layouts_of(sample),
             devices,
-            dtypes if floats else dtypes[:1],
+            dtypes if floats else [None],
             (False, True) if floats else (False,),
         )
         for number, (layout, device, dtype, grad) in enumerate(combinations):
             shaped = tuple(shrink(sample) if layout == "empty" else sample)
-            name = f"#{index} {layout} {str(dtype)[6:]}{' grad' * grad} {device}"
+            kind = str(dtype).removeprefix("torch.") if floats else "integers"
+            name = f"#{index} {layout} {kind}{' grad' * grad} {device}"
             stored = "contiguous" if layout == "empty" else layout
             base = convert(shaped, device, dtype)
             yield Variant(name, base, stored, grad, written, first=number == 0)
@@ -278,6 +279,7 @@ for sample in [(torch.randn(3, 4),), (torch.arange(5),)]:
     names = [v.name for v in variants(torch.ops.aten.neg, [sample], ["cpu"], both)]
     shown = names if len(names) < 5 else [*names[:3], "...", names[-1]]
     print(f"{len(names):>2} variants: {', '.join(shown)}")
+assert not any("grad" in name or "float" in name for name in names)
 
 # %%
 # The report
@@ -420,7 +422,8 @@ def check_compiled(op, variant, exact, dynamic=False):
     compiled = torch.compile(lambda *args: op(*args), fullgraph=True, dynamic=dynamic)
     expected = outcome_of(op, variant.args())
     same(outcome_of(compiled, variant.args()), expected, exact)
-    variant.compiled = compiled  # for the recompilation count
+    if dynamic:
+        variant.compiled = compiled  # for the recompilation count
 
 
 def check_compiled_dynamic(op, variant, exact):
@@ -555,7 +558,8 @@ def quiet():
 # Before each variant it resets Dynamo's caches. Every variant needs its own
 # compilation anyway (dtype, layout and ``requires_grad`` are all guarded),
 # and a fresh cache keeps Dynamo's limit of eight recompilations per function
-# from silently sending later variants back to eager mode.
+# from sending later variants back to eager mode, where the compiled checks
+# would pass without compiling anything.
 
 
 def check_operator(
@@ -806,45 +810,28 @@ print(f"each operator failed exactly its expected checks on {torch.__version__}"
 # grey when it was skipped on all of them.
 
 
-# sphinx_gallery_start_ignore
-def draw_verdicts(reports):
-    colours = {"passed": "#b7dfc0", "failed": "#c0392b", "skipped": "#d5d5d5"}
-    fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
-    for row, op_report in enumerate(reports.values()):
-        for column, check in enumerate(CHECKS):
-            colour = colours[op_report.outcome(check)]
-            cell = plt.Rectangle((column - 0.46, row - 0.44), 0.92, 0.88, color=colour)
-            ax.add_patch(cell)
-            ran = [
-                r for r in op_report.rows if r.check == check and r.outcome != "skipped"
-            ]
-            failed = [r for r in ran if r.outcome == "failed"]
-            label = (
-                f"{len(failed)}/{len(ran)}" if failed else ("skip" if not ran else "")
-            )
-            text_colour = "white" if failed else "0.3"
-            ax.text(column, row, label, ha="center", va="center", color=text_colour)
-    ax.set_xticks(range(len(CHECKS)), [c.removeprefix("test_") for c in CHECKS])
-    ax.tick_params(axis="x", rotation=40, length=0)
-    ax.tick_params(axis="y", length=0)
-    for tick in ax.get_xticklabels():
-        tick.set_horizontalalignment("right")
-    ax.set_yticks(range(len(reports)), list(reports))
-    ax.set_xlim(-0.5, len(CHECKS) - 0.5)
-    ax.set_ylim(len(reports) - 0.5, -0.5)
-    for side in ax.spines.values():
-        side.set_visible(False)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    fig.legend(
-        handles, list(colours), loc="outside lower center", ncols=3, frameon=False
-    )
-    version = torch.__version__.split("+")[0]
-    ax.set_title(f"check_operator's verdicts: failed / variants run, PyTorch {version}")
-    plt.show()
-
-
-# sphinx_gallery_end_ignore
-draw_verdicts(reports)
+colours = {"passed": "#b7dfc0", "failed": "#c0392b", "skipped": "#d5d5d5"}
+fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
+for row, op_report in enumerate(reports.values()):
+    for column, check in enumerate(CHECKS):
+        ran = [r for r in op_report.rows if r.check == check and r.outcome != "skipped"]
+        failed = sum(r.outcome == "failed" for r in ran)
+        colour = colours[op_report.outcome(check)]
+        ax.add_patch(plt.Rectangle((column - 0.45, row - 0.45), 0.9, 0.9, color=colour))
+        label = f"{failed}/{len(ran)}" if failed else ("" if ran else "skip")
+        text_colour = "white" if failed else "0.3"
+        ax.text(column, row, label, ha="center", va="center", color=text_colour)
+short_names = [check.removeprefix("test_") for check in CHECKS]
+ax.set_xticks(range(len(CHECKS)), short_names, rotation=40, ha="right")
+ax.set_yticks(range(len(reports)), list(reports))
+ax.set(xlim=(-0.5, len(CHECKS) - 0.5), ylim=(len(reports) - 0.5, -0.5))
+ax.tick_params(length=0)
+ax.spines[:].set_visible(False)
+handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+fig.legend(handles, list(colours), loc="outside lower center", ncols=3, frameon=False)
+version = torch.__version__.split("+")[0]
+ax.set_title(f"check_operator's verdicts: failed / variants run, PyTorch {version}")
+plt.show()
 
 # %%
 # Row by row
@@ -918,7 +905,12 @@ assert skipped and all(row.detail == "no output requires grad" for row in skippe
 #   right result at every size, so ``opcheck``, which tests one size at a
 #   time, and both compiled checks pass. Only new sizes show that ``int()``
 #   fixed the size: each one compiled again.
-#
+
+(recompiled,) = reports["silu_int_fake"].failed
+print(recompiled.detail)
+assert recompiled.detail.endswith(": 2 recompilations for 2 new sizes")
+
+# %%
 # What it costs
 # -------------
 #
@@ -956,8 +948,9 @@ assert packet_report.passed
 # and the wrong gradient, ``gradcheck`` missed everything about tracing,
 # export missed the dropped write, and only new sizes showed the fixed one.
 # ``check_operator`` runs them all, on the inputs a caller may really pass,
-# and tells you which page to read when a row fails. Copy it, give it your
-# operators and a sample each, and assert ``report.passed`` in your tests.
+# and the table in `What the checker runs`_ says which page to read when a
+# row fails. Copy it, give it your operators and a sample each, and assert
+# ``report.passed`` in your tests.
 #
 # The checks themselves are taught in
 # :ref:`sphx_glr_tutorials_python_custom_ops.py` (``opcheck``,
