@@ -47,6 +47,9 @@ COURSE = {
     "custom_op_troubleshooting.py": (
         "The common mistakes, the errors they raise, and how to fix them."
     ),
+    "check_your_operator.py": (
+        "One function that runs every check of this course on your own operator."
+    ),
     "cpp_custom_ops.py": (
         "Write the kernel in C++; add its fake kernel and gradient from Python."
     ),
