@@ -73,11 +73,11 @@ test: lint $(AXE)
 
 # Every page under every release of versions/matrix.toml, records in
 # versions/records/. Narrow it with PAGES="a b" and RELEASES="2.7.1 2.15.0".
-matrix:
-	$(PYTHON) tools/matrix.py run $(if $(PROBE),--probe) $(foreach p,$(PAGES),--page $(p)) $(foreach r,$(RELEASES),--release $(r))
+matrix: venv
+	$(BIN)/python tools/matrix.py run $(if $(PROBE),--probe) $(foreach p,$(PAGES),--page $(p)) $(foreach r,$(RELEASES),--release $(r))
 
-matrix-table:
-	$(PYTHON) tools/matrix.py table
+matrix-table: venv
+	$(BIN)/python tools/matrix.py table
 
 # Delete the environments (site and matrix) this checkout no longer uses.
 prune-envs:

@@ -6,8 +6,10 @@ runs each page standalone, ``python advanced/<name>.py`` from an empty folder,
 one page per core, with a timeout. Each (page, release) gets a record in
 ``versions/records/<name>.json``:
 
-* ``source_md5``: the MD5 of the page's source that ran, so a record of an
-  older version of the page is recognisably stale;
+* ``code_digest``: the identity of the page's code that ran
+  (``pagelib.contract.code_digest``: its code blocks, without prose or
+  comments), so a record of other code is recognisably stale while a prose
+  edit keeps it current;
 * ``result``: ``pass``; ``below-floor`` when the page stopped in its first
   cell with its one-line "needs PyTorch X.Y or later" message; ``fail``
   otherwise, with ``error``, the first line of what it raised;
@@ -20,16 +22,18 @@ records that no longer match a page's source.
     python tools/matrix.py run [--release R ...] [--page NAME ...] [--probe]
     python tools/matrix.py table        the matrix as a Markdown table
     python tools/matrix.py stale        list records that no longer match
+    python tools/matrix.py rekey        one-off: key records by code digest
+
+It runs with the site's environment (``make matrix``): the code digest uses
+Sphinx-Gallery's own parser.
 
 ``--probe`` runs the pages with their floor check disabled, to find out how far
 back a page really goes; it prints the table and writes no records.
 """
 
 import argparse
-import ast
 import concurrent.futures
 import datetime
-import hashlib
 import json
 import os
 import re
@@ -43,25 +47,11 @@ from pathlib import Path
 import envs
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from pagelib import contract  # noqa: E402
+
 RECORDS = REPO / "versions" / "records"
 EXAMPLES = REPO / "advanced"
-# The first cell of every page stops on an older release with this line.
-FLOOR_CHECK = re.compile(
-    r"^if tuple\(int\(part\) for part in torch\.__version__\.split\(\"\.\"\)\[:2\]\)"
-    r" < \((\d+), (\d+)\):$",
-    re.M,
-)
-BELOW_FLOOR = re.compile(r"needs PyTorch (\d+\.\d+) or later")
-DEVICES_LINE = re.compile(
-    r"^PyTorch \S+; devices (?:exercised|present): (\[.*?\])", re.M
-)
-
-
-def source_md5(path):
-    # The digest Sphinx-Gallery uses for its own .md5 files (text, UTF-8).
-    return hashlib.md5(Path(path).read_text(encoding="utf-8").encode()).hexdigest()
-
-
 def pages():
     return sorted(p.stem for p in EXAMPLES.glob("*.py"))
 
@@ -86,12 +76,6 @@ def save_record(page, release, record, folder=RECORDS):
     by_release[release] = record
     ordered = dict(sorted(by_release.items(), key=lambda item: release_key(item[0])))
     path.write_text(json.dumps(ordered, indent=1) + "\n")
-
-
-def declared_floor(source_text):
-    """The (major, minor) a page's first-cell check stops below, or None."""
-    match = FLOOR_CHECK.search(source_text)
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def first_error_line(stderr):
@@ -123,7 +107,7 @@ def classify(returncode, stdout, stderr, timed_out):
     if returncode == 0:
         return "pass", None
     lines = [line for line in stderr.splitlines() if line.strip()]
-    if len(lines) == 1 and BELOW_FLOOR.search(lines[0]):
+    if len(lines) == 1 and contract.BELOW_FLOOR.search(lines[0]):
         return "below-floor", lines[0]
     return "fail", first_error_line(stderr)
 
@@ -134,12 +118,10 @@ def run_page(venv, release, page, timeout, probe):
     caches = envs.cache_home() / "matrix" / f"caches-{release['torch']}"
     with tempfile.TemporaryDirectory(prefix=f"matrix-{page}-") as folder:
         script = Path(folder) / source.name
-        if probe:
-            text = FLOOR_CHECK.sub(
-                lambda m: m.group(0).replace(f"({m.group(1)}, {m.group(2)})", "(0, 0)"),
-                text,
-            )
         script.write_text(text, encoding="utf-8")
+        digest = contract.code_digest(script)  # of the code that runs
+        if probe:
+            script.write_text(contract.disable_floor_check(text), encoding="utf-8")
         env = {
             **os.environ,
             "MPLBACKEND": "Agg",
@@ -171,15 +153,14 @@ def run_page(venv, release, page, timeout, probe):
             stderr = (expired.stderr or b"").decode(errors="replace")
         seconds = time.perf_counter() - start
     result, error = classify(returncode, stdout, stderr, timed_out)
-    torch_version = re.search(r"^PyTorch (\S+?);", stdout, re.M)
-    devices = DEVICES_LINE.search(stdout)
+    torch_version, devices = contract.devices_in_output(stdout)
     return {
-        "source_md5": source_md5(source),
+        "code_digest": digest,
         "result": result,
         "error": error,
         "seconds": round(seconds, 1),
-        "torch": torch_version.group(1) if torch_version else release["torch"],
-        "devices": ast.literal_eval(devices.group(1)) if devices else None,
+        "torch": torch_version or release["torch"],
+        "devices": devices,
         "ran_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 
@@ -258,7 +239,7 @@ def table(records, releases=None):
     head = "| page | floor | " + " | ".join(releases) + " |"
     rows = [head, "| --- | --- | " + " | ".join("---" for _ in releases) + " |"]
     for page, by_release in sorted(records.items()):
-        current = (EXAMPLES / f"{page}.py").is_file() and source_md5(
+        current = (EXAMPLES / f"{page}.py").is_file() and contract.code_digest(
             EXAMPLES / f"{page}.py"
         )
         cells = []
@@ -267,13 +248,13 @@ def table(records, releases=None):
             if record is None:
                 cells.append("·")
             else:
-                stale = "*" if record["source_md5"] != current else ""
+                stale = "*" if record.get("code_digest") != current else ""
                 cells.append(marks[record["result"]] + stale)
         passing = [
             r
             for r in releases
             if by_release.get(r, {}).get("result") == "pass"
-            and by_release[r]["source_md5"] == current
+            and by_release[r].get("code_digest") == current
         ]
         floor = ".".join(passing[0].split(".")[:2]) if passing else "none"
         rows.append(f"| {page} | {floor} | " + " | ".join(cells) + " |")
@@ -288,15 +269,40 @@ def stale(args):
     records = load_records()
     problems = []
     for page in pages():
-        md5 = source_md5(EXAMPLES / f"{page}.py")
+        digest = contract.code_digest(EXAMPLES / f"{page}.py")
         for release in envs.all_releases():
             record = records.get(page, {}).get(release["torch"])
             if record is None:
                 problems.append(f"{page}: no record for torch {release['torch']}")
-            elif record["source_md5"] != md5:
+            elif record.get("code_digest") != digest:
                 problems.append(f"{page}: record for torch {release['torch']} is stale")
     print("\n".join(problems) or "every record is current")
     return 1 if problems else 0
+
+
+def rekey(args):
+    """Key the records of whole-file MD5s by code digest, once.
+
+    A record still naming the MD5 of the page's current source recorded a run
+    of exactly this code, so it gets the code's digest; a record of another
+    version of the page stays as it is, stale, until ``make matrix`` re-runs it.
+    """
+    import hashlib
+
+    changed = 0
+    for page, by_release in load_records().items():
+        source = EXAMPLES / f"{page}.py"
+        if not source.is_file():
+            continue
+        md5 = hashlib.md5(source.read_text(encoding="utf-8").encode()).hexdigest()
+        digest = contract.code_digest(source)
+        for release, record in by_release.items():
+            if record.get("source_md5") == md5:
+                del record["source_md5"]
+                save_record(page, release, {"code_digest": digest, **record})
+                changed += 1
+    print(f"re-keyed {changed} current records")
+    return 0
 
 
 def main():
@@ -313,11 +319,14 @@ def main():
     )
     sub.add_parser("table")
     sub.add_parser("stale")
+    sub.add_parser("rekey")
     args = parser.parse_args()
     if args.command == "run":
         sys.exit(run(args))
     if args.command == "table":
         print(table(load_records()))
+    elif args.command == "rekey":
+        sys.exit(rekey(args))
     else:
         sys.exit(stale(args))
 

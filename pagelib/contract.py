@@ -1,0 +1,119 @@
+"""What a tutorial page must look like, in one place.
+
+Every page under ``advanced/`` follows the template README.md describes
+("Adding a page"). The parts other code reads back are defined here, once:
+
+* the first cell's floor check, which stops on an older PyTorch with a
+  one-line "needs PyTorch X.Y or later" message (``FLOOR_CHECK``,
+  ``BELOW_FLOOR``, ``declared_floors``);
+* the devices line the first cell prints (``DEVICES_LINE``,
+  ``devices_in_output``);
+* the "PyTorch X.Y or later" bullet of the Prerequisites card
+  (``STATED_FLOOR``, ``stated_floors``);
+* the page's identity, ``code_digest``: a digest of its code as
+  Sphinx-Gallery splits it, so that editing prose, a heading, a comment or a
+  translation leaves the version matrix's records current, and editing code
+  (string literals included: C++ and Triton sources are code) does not.
+"""
+
+import ast
+import hashlib
+import io
+import re
+import tokenize
+from pathlib import Path
+
+from sphinx_gallery.py_source_parser import split_code_and_text_blocks
+
+# The first cell's check, as README.md ("Adding a page") spells it: group 1
+# and 2 are the (major, minor) it compares with, group 3 the release its
+# message names.
+FLOOR_CHECK = re.compile(
+    r"^if tuple\(int\(part\) for part in torch\.__version__\.split\(\"\.\"\)\[:2\]\)"
+    r" < \((\d+), (\d+)\):\n\s+sys\.exit\(.*needs PyTorch (\d+\.\d+) or later",
+    re.M,
+)
+# The one line a page prints when it stops below its floor.
+BELOW_FLOOR = re.compile(r"needs PyTorch (\d+\.\d+) or later")
+# The line every first cell prints: the release and the devices it used.
+DEVICES_LINE = re.compile(
+    r"^PyTorch (\S+?); devices (?:exercised|present): (\[.*?\])", re.M
+)
+# The Prerequisites card's floor bullet.
+STATED_FLOOR = re.compile(r"^\s*[*\-+]\s+PyTorch\s+(\d+\.\d+)\s+or\s+later\b", re.M)
+
+
+def declared_floors(source_text):
+    """The floor the first cell checks and the one its message names, as
+    ("2.7", "2.7"), or (None, None) without a check."""
+    match = FLOOR_CHECK.search(source_text)
+    if not match:
+        return None, None
+    return f"{match.group(1)}.{match.group(2)}", match.group(3)
+
+
+def disable_floor_check(source_text):
+    """The page with its floor check comparing against (0, 0), so that it runs
+    on any release (``make matrix PROBE=1``)."""
+    return FLOOR_CHECK.sub(
+        lambda m: m.group(0).replace(f"({m.group(1)}, {m.group(2)})", "(0, 0)"),
+        source_text,
+    )
+
+
+def stated_floors(source_text):
+    """Every "PyTorch X.Y or later" bullet the page states."""
+    return STATED_FLOOR.findall(source_text)
+
+
+def devices_in_output(stdout):
+    """(torch version, [devices]) from a page's printed devices line, or
+    (None, None)."""
+    match = DEVICES_LINE.search(stdout)
+    if not match:
+        return None, None
+    return match.group(1), ast.literal_eval(match.group(2))
+
+
+def _without_comments(code):
+    """The code with its comments and blank lines removed, lines right-stripped.
+
+    Comments are found with ``tokenize``, so a ``#`` inside a string (a C++
+    include, a URL) is kept; code that does not tokenize is kept whole.
+    """
+    lines = code.splitlines()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        tokens = []
+    for token in reversed(tokens):
+        if token.type == tokenize.COMMENT:
+            (row, column), _end = token.start, token.end
+            lines[row - 1] = lines[row - 1][:column]
+    return [line.rstrip() for line in lines if line.strip()]
+
+
+def code_digest(source):
+    """The identity of a page's code: 16 hex digits.
+
+    The code blocks Sphinx-Gallery splits the script ``source`` into (a path),
+    without comments, blank lines or trailing spaces, in order. Everything
+    else (the docstring, text blocks, comments) is prose.
+    """
+    _config, blocks = split_code_and_text_blocks(str(source))
+    digest = hashlib.sha256()
+    for block in blocks:
+        if block.type == "code":
+            digest.update("\n".join(_without_comments(block.content)).encode())
+            digest.update(b"\n\0\n")
+    return digest.hexdigest()[:16]
+
+
+def code_digest_of_text(text):
+    """``code_digest`` of a script given as text."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "page.py"
+        path.write_text(text, encoding="utf-8")
+        return code_digest(path)
