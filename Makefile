@@ -1,6 +1,8 @@
 # Build and test the PyTorch custom operators tutorials.
 #
 #   make html          build the site into _build/html, running every example
+#   make check         the fast lane, after every edit (under 2 minutes): lint,
+#                      unit tests, catalogs, and a build that runs no example
 #   make test          run the whole test suite (lint, examples, build, notebooks)
 #   make matrix        run every page under every PyTorch release of the matrix
 #   make bench         measure build times and page weights (_build/bench.json)
@@ -43,7 +45,7 @@ TRANSLATIONS := zh_CN
 TRANSLATED = $(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 \
 	-D language=$(1) . $(BUILDDIR)/html/$(1)
 
-.PHONY: html html-noplot test lint format clean venv bench matrix matrix-table catalogs prune-envs
+.PHONY: html html-noplot check unit test lint format clean venv bench matrix matrix-table catalogs prune-envs
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -52,6 +54,15 @@ html: venv
 html-noplot: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 . $(BUILDDIR)/html
 	$(foreach language,$(TRANSLATIONS),$(call TRANSLATED,$(language)) &&) true
+
+# The fast lane: what to run after every edit. Nothing here runs a page; a
+# stale version record, a broken reference or an untranslated message fails it.
+check: lint unit
+	$(BIN)/python tools/catalogs.py check
+	$(MAKE) --no-print-directory html-noplot
+
+unit: venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
 
 # After editing English prose: bring the catalogs in locale/ up to date, then
 # translate what is new or fuzzy.
@@ -91,7 +102,7 @@ bench: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/sphinx-lint index.rst start_here.rst advanced/ locale/
+	$(BIN)/sphinx-lint index.rst start_here.rst advanced/ locale/ pagelib/ _ext/
 
 format: venv
 	$(BIN)/ruff format .

@@ -8,7 +8,10 @@ from pathlib import Path
 
 HERE = Path(__file__).parent.resolve()
 # Build logic lives in small extensions under _ext/, one concern per module.
+# _ext/ holds the Sphinx extensions; pagelib/ the helpers they share with the
+# tools and the tests.
 sys.path.insert(0, str(HERE / "_ext"))
+sys.path.insert(0, str(HERE))
 
 # -- Project -----------------------------------------------------------------
 
@@ -32,6 +35,7 @@ extensions = [
     # The Chinese edition: links between editions, Chinese search, translated
     # downloads (see _ext/editions.py).
     "editions",
+    "translated_downloads",
 ]
 
 # -- Editions -----------------------------------------------------------------
@@ -61,29 +65,48 @@ exclude_patterns = [
 
 # -- Gallery -----------------------------------------------------------------
 
+
+def pages_to_run():
+    """The examples whose last successful run was of other source (or none):
+    the ones Sphinx-Gallery will execute."""
+    from sphinx_gallery.utils import get_md5sum
+
+    stale = []
+    for source in (HERE / "advanced").glob("*.py"):
+        done = HERE / "tutorials" / f"{source.name}.md5"
+        if not done.is_file() or done.read_text().strip() != get_md5sum(source, "t"):
+            stale.append(source)
+    return stale
+
+
 sphinx_gallery_conf = {
     "examples_dirs": "advanced",
     "gallery_dirs": "tutorials",
     # Every script is an example to run. GALLERY_PATTERN narrows a build to the
     # pages whose path matches it; the other pages keep their last output.
     "filename_pattern": os.environ.get("GALLERY_PATTERN") or r"/",
-    "within_subsection_order": "course_order.CourseOrder",
+    "within_subsection_order": "pagelib.hooks.CourseOrder",
     # A failing example stops the build, naming the file and the traceback.
     "abort_on_example_error": True,
     "remove_config_comments": True,
     # Start every example from the state a fresh interpreter would have.
     "reset_modules": (
         "matplotlib",
-        "example_isolation.reset_torch",
+        "pagelib.hooks.reset_torch",
         # Records the PyTorch version, devices and time of each run for the
         # page's verified stamp.
-        "verified_stamp.record_execution",
+        "pagelib.hooks.record_execution",
     ),
     # _ext/notebooks.py writes every notebook again, with its own first cell.
     "download_all_examples": True,
     # Examples run in parallel worker processes, one per core unless
     # GALLERY_JOBS says otherwise; each page is independent of the others.
-    "parallel": int(os.environ.get("GALLERY_JOBS") or os.cpu_count() or 1),
+    # With fewer than two pages to run, one process: starting and polling
+    # workers costs seconds a build with nothing to do would notice.
+    "parallel": min(
+        int(os.environ.get("GALLERY_JOBS") or os.cpu_count() or 1),
+        max(1, len(pages_to_run())),
+    ),
     # Figures are losslessly recompressed for the web when optipng is there
     # (.ci/run installs it); without it the build still works.
     "compress_images": ("images", "thumbnails") if shutil.which("optipng") else (),

@@ -14,7 +14,7 @@ extension does what that takes beyond Sphinx's own translation:
 * each translated page says in one line where its code and output come from;
 * the ``.py`` and ``.ipynb`` downloads of a translated page carry the
   translated prose around code identical to the English script's
-  (``translated_downloads``);
+  (the ``translated_downloads`` extension);
 * Chinese search works: Sphinx 9.0.4's Chinese ``language_data.js`` names a
   ``ChineseStemmer`` that does not exist (sphinx issue 14229, fixed in 9.1),
   and the browser never splits a Chinese query into words; ``SearchChinese``
@@ -26,7 +26,6 @@ import posixpath
 import re
 from pathlib import Path
 
-import translated_downloads
 from docutils import nodes
 from sphinx.locale import get_translation
 from sphinx.search.zh import SearchChinese
@@ -194,22 +193,8 @@ def register_catalog(app, config):
         config.html_title = str(_("PyTorch Custom Operators"))
 
 
-def make_translated_downloads(app):
-    if is_translation(app):
-        translated_downloads.make_downloads(app)
-
-
-def point_translated_downloads(app, doctree):
-    if is_translation(app):
-        translated_downloads.point_downloads(app, doctree)
-
-
 def setup(app):
     app.add_search_language(SearchChineseFixed)
-    # After Sphinx-Gallery and notebooks.py (builder-inited, 500 and 600).
-    app.connect("builder-inited", make_translated_downloads, priority=700)
-    # Before Sphinx collects the files that downloads refer to (500).
-    app.connect("doctree-read", point_translated_downloads, priority=400)
     app.connect("config-inited", register_catalog)
     app.connect("html-page-context", add_edition_links)
     app.connect("doctree-read", note_translated_output, priority=600)

@@ -7,11 +7,14 @@ tables in the notebook as reST. Right after it has generated the gallery
 again from the script, with the same cells (Sphinx-Gallery's own split of the
 script into text and code blocks) and:
 
-* prose converted by ``notebook_markdown`` (docutils parses it, so every
+* prose converted by ``pagelib.markdown`` (docutils parses it, so every
   construct a page uses has a Markdown form or fails the build by name);
 * a first code cell that sets up Matplotlib and names, in a commented-out
   ``%pip install`` line, every package the notebook imports (with ninja for
-  the pages that compile C++);
+  the pages that compile C++), with the oldest version a page's ``NEEDS``
+  dictionary asks for;
+* the code of ``sphinx_gallery_start_ignore`` blocks kept (only the two flag
+  lines go): the page hides that code, but a notebook must run alone;
 * a line under the title saying which PyTorch releases and devices the page
   was verified on, from the same records as the page's stamp, and the
   Prerequisites card's floor as measured.
@@ -21,19 +24,21 @@ these notebooks.
 """
 
 import ast
+import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 
-import notebook_markdown
 import tutorial_cards
 import verified_stamp
-import version_records
 from sphinx.locale import get_translation
 from sphinx.util import logging
 from sphinx_gallery import py_source_parser
 from sphinx_gallery.downloads import generate_zipfiles
+
+from pagelib import gallery, records, run_record, translation
+from pagelib import markdown as notebook_markdown
 
 logger = logging.getLogger(__name__)
 _ = get_translation("site")
@@ -49,6 +54,7 @@ PACKAGES = {
     "expecttest": "expecttest",
     "setuptools": "setuptools",
     "packaging": "packaging",
+    "installer": "installer",
 }
 # Packages a page needs without importing them: compiling C++ extensions needs
 # ninja (load_inline) and setuptools (cpp_extension).
@@ -80,8 +86,22 @@ def packages_for(source_text):
     for package, pattern in NEEDED_BY.items():
         if pattern.search(source_text):
             needed.add(package)
+    minimums = needs(source_text)
+    needed |= set(minimums)
     order = ["torch", "torchvision", "pillow", "numpy", "matplotlib"]
-    return sorted(needed, key=lambda p: (order.index(p) if p in order else 99, p))
+    names = sorted(needed, key=lambda p: (order.index(p) if p in order else 99, p))
+    # Quoted, so that a shell does not read ">=" as a redirection.
+    return [f'"{p}>={minimums[p]}"' if p in minimums else p for p in names]
+
+
+def needs(source_text):
+    """The page's ``NEEDS = {"package": "oldest version"}``, or {}."""
+    for node in ast.parse(source_text).body:
+        if isinstance(node, ast.Assign) and [
+            getattr(target, "id", None) for target in node.targets
+        ] == ["NEEDS"]:
+            return ast.literal_eval(node.value)
+    return {}
 
 
 def first_cell(packages):
@@ -92,20 +112,31 @@ def first_cell(packages):
     )
 
 
+_TITLES = {}
+
+
 def page_titles(app):
-    """Cross-reference label -> (docname, title in the build's language)."""
-    import translated_downloads
+    """Cross-reference label -> (docname, title in the build's language).
+
+    Read once per build and language: every notebook's links need them all.
+    """
+    key = (id(app), app.config.language)
+    if key not in _TITLES:
+        _TITLES[key] = _read_page_titles(app)
+    return _TITLES[key]
+
+
+def _read_page_titles(app):
 
     def translated(docname, title):
         if not app.config.language or app.config.language == "en":
             return title
-        messages = translated_downloads.catalog(
-            app.srcdir, app.config.language, docname
-        )
+        messages = translation.catalog(app.srcdir, app.config.language, docname)
         return messages.get(title, title)
 
     titles = {}
-    for docname, (source, _folder) in verified_stamp._examples(app).items():
+    examples = gallery.examples(app.config.sphinx_gallery_conf, app.srcdir)
+    for docname, (source, _folder) in examples.items():
         title = tutorial_cards.read_script(source)["title"]
         label = "sphx_glr_" + docname.replace("/", "_") + ".py"
         titles[label] = (docname, translated(docname, title))
@@ -142,7 +173,7 @@ def verified_line(versions, record):
                 "This notebook's code ran to the end on PyTorch {releases} ({devices})."
             ).format(
                 releases=", ".join(versions.passed),
-                devices=version_records.describe_devices(versions.devices),
+                devices=records.describe_devices(versions.devices),
             )
         )
     if record is not None:
@@ -213,15 +244,15 @@ def _code(source):
     }
 
 
-def script_blocks(source, gallery_conf):
-    """The script's blocks as Sphinx-Gallery cuts them for its own notebook."""
+def script_blocks(source):
+    """The script's blocks as Sphinx-Gallery cuts them for its own notebook,
+    without its configuration comments (the ignore blocks' flags among them)
+    but with all of its code."""
     _, blocks = py_source_parser.split_code_and_text_blocks(source)
     cleaned = []
     for label, content, line in blocks:
         if label == "code":
-            content = py_source_parser.remove_ignore_blocks(content)
-            if gallery_conf.get("remove_config_comments"):
-                content = py_source_parser.remove_config_comments(content)
+            content = py_source_parser.remove_config_comments(content)
         cleaned.append((label, content, line))
     return cleaned
 
@@ -232,10 +263,9 @@ def build(app, source, folder, text_source=None, translations=None):
     Its cells come from ``text_source`` when given (the script with its prose
     translated), its records and packages from ``source`` itself.
     """
-    gallery_conf = app.config.sphinx_gallery_conf
     text = Path(source).read_text(encoding="utf-8")
-    versions = version_records.read(app.srcdir, source)
-    record, _problem = verified_stamp._check_record(Path(source), folder)
+    versions = records.read(app.srcdir, source)
+    record, _problem = run_record.check(source, folder)
     levels = {}
     resolve = resolver(page_titles(app), app.config.html_baseurl)
 
@@ -244,7 +274,7 @@ def build(app, source, folder, text_source=None, translations=None):
 
     return notebook_for(
         source,
-        script_blocks(text_source or source, gallery_conf),
+        script_blocks(text_source or source),
         markdown_of,
         packages_for(text),
         verified_line(versions, record),
@@ -256,14 +286,69 @@ def dumps(notebook):
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
 
+def inputs_digest(app, source, folder, text_source=None):
+    """A digest of everything a page's notebook is made from.
+
+    The page and its records, its last run, the titles its links show (every
+    page's source and catalog), the catalogs of its language, and this code.
+    A notebook whose digest has not changed is not made again, which keeps a
+    build with nothing to do fast.
+    """
+    srcdir = Path(app.srcdir)
+    source = Path(source)
+    files = [
+        Path(__file__),
+        Path(notebook_markdown.__file__),
+        source,
+        srcdir / records.RECORDS / f"{source.stem}.json",
+        srcdir / records.MATRIX,
+        run_record.path_for(source, folder),
+        Path(folder) / f"{source.name}.md5",
+        *sorted(source.parent.glob("*.py")),
+        *sorted(srcdir.glob("*.rst")),
+    ]
+    if text_source is not None:
+        files.append(Path(text_source))
+    if app.config.language and app.config.language != "en":
+        files += sorted((srcdir / "locale" / app.config.language).rglob("*.po"))
+    digest = hashlib.sha256(f"{app.config.html_baseurl}\0".encode())
+    for path in files:
+        digest.update(str(path).encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    return digest.hexdigest()
+
+
+def write_if_outdated(path, make, inputs):
+    """Write ``make()`` (a notebook dict) to ``path`` unless the notebook there
+    was made from the same ``inputs`` and has not been overwritten since
+    (Sphinx-Gallery writes its own notebook of a page it runs)."""
+    stamp = path.with_name(path.name + ".inputs")
+    if path.is_file() and stamp.is_file():
+        made_from, content_digest = stamp.read_text().split()
+        current = hashlib.sha256(path.read_bytes()).hexdigest()
+        if made_from == inputs and content_digest == current:
+            return
+    content = dumps(make())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_text(encoding="utf-8") != content:
+        path.write_text(content, encoding="utf-8")
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    stamp.write_text(f"{inputs} {digest}\n")
+
+
 def write_notebooks(app):
     if app.config.language and app.config.language != "en":
         return  # a translated edition's notebooks: translated_downloads
     gallery_conf = app.config.sphinx_gallery_conf
     written_galleries = set()
-    for docname, (source, folder) in verified_stamp._examples(app).items():
+    for docname, (source, folder) in gallery.examples(gallery_conf, app.srcdir).items():
+        path = folder / f"{source.stem}.ipynb"
         try:
-            notebook = build(app, source, folder)
+            write_if_outdated(
+                path,
+                lambda source=source, folder=folder: build(app, source, folder),
+                inputs_digest(app, source, folder),
+            )
         except notebook_markdown.UnsupportedMarkup as error:
             logger.warning(
                 "%s: the notebook cannot be written: %s",
@@ -273,11 +358,6 @@ def write_notebooks(app):
                 type="notebooks",
             )
             continue
-        path = folder / f"{source.stem}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        content = dumps(notebook)
-        if not path.is_file() or path.read_text(encoding="utf-8") != content:
-            path.write_text(content, encoding="utf-8")
         written_galleries.add(folder)
     if gallery_conf.get("download_all_examples"):
         for folder in sorted(written_galleries):

@@ -1,11 +1,11 @@
 """A card for each tutorial, generated from the example scripts themselves.
 
 ``.. tutorial-cards::`` reads the docstring of every example script of the
-gallery, in course order (``course_order.CourseOrder``), and emits a
+gallery, in course order (``pagelib.course.CourseOrder``), and emits a
 sphinx-design grid with one card per page: the page's thumbnail, its title
 (the docstring's first line), its one-line summary from the course outline
-(``course_order.COURSE``) and its floor, the oldest PyTorch release the
-version matrix ran it on (``version_records``). Each card links to the page.
+(``pagelib.course.COURSE``) and its floor, the oldest PyTorch release the
+version matrix ran it on (``pagelib.records``). Each card links to the page.
 
 A script whose docstring lacks a title, an introductory paragraph or the
 version, or that is missing from the course outline, gets a build warning, so
@@ -17,12 +17,13 @@ import ast
 import re
 from pathlib import Path
 
-import version_records
-from course_order import COURSE, CourseOrder
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+
+from pagelib import records
+from pagelib.course import COURSE, CourseOrder
 
 logger = logging.getLogger(__name__)
 
@@ -144,19 +145,17 @@ class TutorialCards(SphinxDirective):
                 path = folder / name
                 env.note_dependency(str(path))
                 card = read_script(path)
-                versions = version_records.read(env.srcdir, path)
+                versions = records.read(env.srcdir, path)
                 card["version"] = versions.floor if versions.trusted else None
                 env.note_dependency(
-                    str(
-                        Path(env.srcdir) / version_records.RECORDS / f"{path.stem}.json"
-                    )
+                    str(Path(env.srcdir) / records.RECORDS / f"{path.stem}.json")
                 )
                 if name in COURSE:
                     card["summary"] = COURSE[name]
                 else:
                     card["problems"].append(
                         "it has no one-line summary in the course outline "
-                        "(_ext/course_order.py)"
+                        "(pagelib/course.py)"
                     )
                 for problem in card["problems"]:
                     logger.warning(

@@ -1,165 +1,35 @@
 """Stamp each tutorial page with the run that produced its output.
 
-Sphinx-Gallery executes an example only when its source changed since its
-last successful run; otherwise the page keeps the output of that earlier run.
-A stamp computed while the page is rendered would therefore name whatever
-PyTorch happens to be installed now, not the one that produced the output. So
-the record is written when the example runs, and only read when it renders:
-
-* ``record_execution`` is listed in ``sphinx_gallery_conf["reset_modules"]``.
-  Sphinx-Gallery calls it right before it executes each example, in the
-  worker processes as well when examples run in parallel. It writes
-  ``<gallery>/<stem>.verified.json``: the PyTorch version, the devices the
-  page can run on, the time, and the MD5 of the source about to run.
-* Sphinx-Gallery writes ``<gallery>/<stem>.py.md5`` only after an example has
-  run to the end without error. When a page's record names that same MD5 and
-  is no newer than it, the page's output came from the recorded run; the
-  ``doctree-read`` handler then puts the stamp under the page title.
-  A page without such a record gets a build warning and a stamp that says so.
-* Before the gallery is generated, an example that is about to be built with
-  execution enabled but has no valid record loses its ``.md5`` file, so
-  Sphinx-Gallery runs it again and the record gets written.
+Sphinx-Gallery re-runs an example only when its source changed; otherwise the
+page keeps the output of an earlier run. ``pagelib.run_record`` writes a
+record when an example starts (``pagelib.hooks.record_execution``, a
+``reset_modules`` entry) and tells whether it describes the run that produced
+the page; the ``doctree-read`` handler here puts the stamp under the page
+title, or a build warning and a stamp that says why not. Before the gallery is
+generated, an example about to be built with execution enabled but without a
+valid record loses its ``.md5`` file, so Sphinx-Gallery runs it again.
 
 The stamp also names every PyTorch release the page passed on in the version
-matrix (``version_records``), and the "PyTorch X.Y or later" bullet of the
-page's Prerequisites card is rewritten from the same records. Records that no
-longer match the page, or a floor the page states but did not measure, are
-build warnings.
+matrix (``pagelib.records``), and the "PyTorch X.Y or later" bullet of the
+page's Prerequisites card is rewritten from the same records. Records of other
+code than the page's, or a floor the page states but did not measure, are
+build warnings that name the page and the ``make matrix`` command.
 """
 
 import datetime
-import hashlib
-import json
-import platform
 import re
-import sys
 from pathlib import Path
 
-import version_records
 from docutils import nodes
 from sphinx.locale import get_translation
 from sphinx.util import logging
+
+from pagelib import gallery, records, run_record
 
 logger = logging.getLogger(__name__)
 # Our strings, translated for the other editions from the "site" catalog
 # (see editions.py).
 _ = get_translation("site")
-
-RECORD_SUFFIX = ".verified.json"
-
-
-# -- Build side: runs in the process that executes the example ------------------
-
-
-def _as_list(value):
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _galleries(gallery_conf, src_dir):
-    """(examples folder, gallery folder) pairs, as absolute paths."""
-    src_dir = Path(src_dir)
-    return [
-        (src_dir / examples, src_dir / gallery)
-        for examples, gallery in zip(
-            _as_list(gallery_conf["examples_dirs"]),
-            _as_list(gallery_conf["gallery_dirs"]),
-            strict=False,
-        )
-    ]
-
-
-def _source_md5(path):
-    # The same digest Sphinx-Gallery stores in <stem>.py.md5 (text mode,
-    # universal newlines).
-    text = Path(path).read_text(encoding="utf-8", errors="surrogateescape")
-    return hashlib.md5(text.encode("utf-8", errors="surrogateescape")).hexdigest()
-
-
-def _devices():
-    """The devices an example can use here: the CPU, and CUDA if present."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        import torch
-    devices = ["CPU"]
-    try:
-        if torch.cuda.is_available():
-            name = torch.cuda.get_device_name(0)
-            devices.append(f"{name} (CUDA {torch.version.cuda})")
-    except Exception as error:  # noqa: BLE001 - a stamp must not stop a build
-        devices.append(f"a CUDA device whose name could not be read ({error})")
-    return torch.__version__, devices
-
-
-def _locate(gallery_conf, fname):
-    """The script Sphinx-Gallery is about to run, and its gallery folder."""
-    for examples_dir, gallery_dir in _galleries(gallery_conf, gallery_conf["src_dir"]):
-        source = Path(fname) if Path(fname).is_absolute() else examples_dir / fname
-        if source.is_file() and source.is_relative_to(examples_dir):
-            return source, gallery_dir / source.parent.relative_to(examples_dir)
-    return None, None
-
-
-def record_execution(gallery_conf, fname):
-    """Write the record of the run of ``fname`` that is about to start.
-
-    Called by Sphinx-Gallery as a ``reset_modules`` entry before each example
-    runs (``fname`` is None when it enters a folder of examples).
-    """
-    source, target = _locate(gallery_conf, fname) if fname else (None, None)
-    if source is None:
-        return
-    target.mkdir(parents=True, exist_ok=True)
-    torch_version, devices = _devices()
-    record = {
-        "torch": torch_version,
-        "devices": devices,
-        "python": platform.python_version(),
-        "ran_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "source_md5": _source_md5(source),
-    }
-    path = target / f"{source.stem}{RECORD_SUFFIX}"
-    path.write_text(json.dumps(record, indent=2) + "\n")
-
-
-# -- Sphinx side -------------------------------------------------------------------
-
-
-def _examples(app):
-    """Map each tutorial's docname to its (source script, gallery folder)."""
-    gallery_conf = app.config.sphinx_gallery_conf
-    pages = {}
-    for examples_dir, gallery_dir in _galleries(gallery_conf, app.srcdir):
-        for source in sorted(examples_dir.rglob("*.py")):
-            relative = source.relative_to(examples_dir).with_suffix("")
-            folder = gallery_dir / relative.parent
-            docname = (gallery_dir / relative).relative_to(app.srcdir).as_posix()
-            pages[docname] = (source, folder)
-    return pages
-
-
-def _check_record(source, folder):
-    """Return (record, None) for a valid record, or (None, why not)."""
-    record_path = folder / f"{source.stem}{RECORD_SUFFIX}"
-    md5_path = folder / f"{source.name}.md5"
-    if not record_path.is_file():
-        return None, "no record of the run that produced this page"
-    try:
-        record = json.loads(record_path.read_text())
-        ran_at = datetime.datetime.fromisoformat(record["ran_at"])
-        record["torch"], record["devices"], record["source_md5"]  # noqa: B018
-    except (ValueError, KeyError, TypeError) as error:
-        return None, f"unreadable record {record_path.name} ({error})"
-    if not md5_path.is_file():
-        return None, "the last run of this page did not finish"
-    last_success = md5_path.read_text().strip()
-    if last_success != _source_md5(source):
-        return None, "the script changed after its last successful run"
-    if last_success != record["source_md5"]:
-        return None, "the record describes a run of another version of the script"
-    finished = datetime.datetime.fromtimestamp(md5_path.stat().st_mtime, datetime.UTC)
-    if finished < ran_at - datetime.timedelta(seconds=2):
-        return None, "the recorded run did not finish"
-    return record, None
 
 
 def force_run_of_unrecorded(app):
@@ -172,13 +42,13 @@ def force_run_of_unrecorded(app):
     gallery_conf = app.config.sphinx_gallery_conf
     if not gallery_conf.get("plot_gallery"):
         return
-    for source, folder in _examples(app).values():
+    for source, folder in gallery.examples(gallery_conf, app.srcdir).values():
         md5_path = folder / f"{source.name}.md5"
         if not md5_path.is_file():
             continue  # Sphinx-Gallery runs it anyway
         if not re.search(gallery_conf["filename_pattern"], str(source)):
             continue
-        record, _ = _check_record(source, folder)
+        record, _ = run_record.check(source, folder)
         if record is None:
             logger.info("verified_stamp: re-running %s to record its run", source.name)
             md5_path.unlink()
@@ -203,7 +73,7 @@ def _stamp(record, versions):
         paragraph += nodes.Text(
             _("this page ran to the end on PyTorch {releases} ({devices}).").format(
                 releases=", ".join(versions.passed),
-                devices=version_records.describe_devices(versions.devices),
+                devices=records.describe_devices(versions.devices),
             )
         )
         paragraph += nodes.Text(" ")
@@ -261,18 +131,18 @@ def _rewrite_prerequisite(doctree, versions):
 
 def add_stamp(app, doctree):
     docname = app.env.docname
-    page = _examples(app).get(docname)
+    page = gallery.examples(app.config.sphinx_gallery_conf, app.srcdir).get(docname)
     if page is None:
         return
     source, folder = page
     # Re-read the page whenever a run rewrites its record or finishes.
-    app.env.note_dependency(str(folder / f"{source.stem}{RECORD_SUFFIX}"))
+    app.env.note_dependency(str(run_record.path_for(source, folder)))
     app.env.note_dependency(str(folder / f"{source.name}.md5"))
-    record, problem = _check_record(source, folder)
+    record, problem = run_record.check(source, folder)
     app.env.note_dependency(
-        str(Path(app.srcdir) / version_records.RECORDS / f"{source.stem}.json")
+        str(Path(app.srcdir) / records.RECORDS / f"{source.stem}.json")
     )
-    versions = version_records.read(app.srcdir, source)
+    versions = records.read(app.srcdir, source)
     for version_problem in versions.problems:
         logger.warning(
             "%s: version matrix: %s",

@@ -21,7 +21,6 @@ import hashlib
 import io
 import re
 import tokenize
-from pathlib import Path
 
 from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
@@ -109,11 +108,10 @@ def code_digest(source):
     return digest.hexdigest()[:16]
 
 
-def code_digest_of_text(text):
-    """``code_digest`` of a script given as text."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "page.py"
-        path.write_text(text, encoding="utf-8")
-        return code_digest(path)
+def page_size(source):
+    """(prose words, code lines) of a page: the words of its docstring and
+    text blocks, and the non-blank lines of its code blocks without comments."""
+    _config, blocks = split_code_and_text_blocks(str(source))
+    words = sum(len(b.content.split()) for b in blocks if b.type == "text")
+    lines = sum(len(_without_comments(b.content)) for b in blocks if b.type == "code")
+    return words, lines

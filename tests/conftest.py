@@ -5,7 +5,6 @@ read what the build produced.
 """
 
 import concurrent.futures
-import hashlib
 import json
 import os
 import re
@@ -15,6 +14,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import nbformat
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,9 +27,12 @@ GALLERY_DIR = "tutorials"
 MATRIX = tomllib.loads((REPO / "versions" / "matrix.toml").read_text())
 RELEASES = [release["torch"] for release in MATRIX["releases"]]
 sys.path.insert(0, str(REPO / "_ext"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
-import version_records  # noqa: E402
+
+from pagelib import contract  # noqa: E402
+from pagelib import records as version_records  # noqa: E402
 
 
 def in_ci():
@@ -143,14 +146,14 @@ def write_records(project, name, result="pass"):
     on it as it is now, so its floor is the pinned release.
     """
     source = project / "advanced" / f"{name}.py"
-    md5 = hashlib.md5(source.read_text(encoding="utf-8").encode()).hexdigest()
+    digest = contract.code_digest(source)
     versions = project / "versions"
     (versions / "records").mkdir(parents=True, exist_ok=True)
     (versions / "matrix.toml").write_text(
         f'[pages]\npackages = []\n\n[[releases]]\ntorch = "{pinned_torch()}"\n'
     )
     record = {
-        "source_md5": md5,
+        "code_digest": digest,
         "result": result,
         "error": None,
         "seconds": 1.0,
@@ -181,7 +184,7 @@ def project_with_example(tmp_path, filename, source, records=True):
         "constraints.txt",
     ]:
         shutil.copy(REPO / name, project / name)
-    for folder in ["_ext", "_static", "_templates", "tools"]:
+    for folder in ["_ext", "pagelib", "_static", "_templates", "tools"]:
         shutil.copytree(
             REPO / folder,
             project / folder,
@@ -192,7 +195,7 @@ def project_with_example(tmp_path, filename, source, records=True):
     (project / "advanced").mkdir()
     shutil.copy(REPO / "advanced" / "README.txt", project / "advanced")
     (project / "advanced" / filename).write_text(source)
-    with open(project / "_ext" / "course_order.py", "a") as course:
+    with open(project / "pagelib" / "course.py", "a") as course:
         course.write(f"\nCOURSE[{filename!r}] = 'A page made by a test.'\n")
     if records:
         write_records(project, Path(filename).stem)
@@ -254,14 +257,59 @@ def run_standalone(python, name, folder, env=None):
     return run(command, cwd=folder, timeout=900, env=env)
 
 
+def notebook_of(site, name):
+    notebook = nbformat.read(downloads(site.page(name))["ipynb"], as_version=4)
+    nbformat.validate(notebook)
+    return notebook
+
+
+@pytest.fixture(scope="session")
+def executed_notebooks(site, tmp_path_factory):
+    """Every downloaded notebook run in a fresh kernel, one per core at a time.
+
+    Each also stands for its page's standalone run on the pinned release: it
+    holds all of the script's code and runs from an empty folder in a fresh
+    interpreter. The kernels share the compiler caches of ``make html`` (the
+    Makefile exports their folders), as a reader's second run would.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    def execute(name):
+        notebook = notebook_of(site, name)
+        folder = tmp_path_factory.mktemp(f"notebook-{name}")
+        client = NotebookClient(
+            notebook,
+            kernel_name="python3",
+            timeout=900,
+            resources={"metadata": {"path": str(folder)}},
+        )
+        try:
+            client.execute()
+        except CellExecutionError as error:  # names the failing cell
+            return name, notebook, error
+        return name, notebook, None
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return {name: (nb, error) for name, nb, error in pool.map(execute, EXAMPLES)}
+
+
+def printed(notebook):
+    """Everything a notebook's cells printed, in order."""
+    return "".join(
+        output.get("text", "")
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if output.output_type == "stream"
+    )
+
+
 @pytest.fixture(scope="session")
 def standalone_runs(tmp_path_factory):
-    """Run every page on the pinned release and on its floor, two at a time.
-
-    The pinned runs share the compiler caches of ``make html`` (the Makefile
-    exports their folders), as a reader's second run would.
-    """
-    jobs = {(name, "pinned"): sys.executable for name in EXAMPLES}
+    """Run every page on its floor release, two at a time, from an empty
+    folder. (On the pinned release the downloaded notebook's run stands for
+    the standalone one: ``executed_notebooks``.)"""
+    jobs = {}
     for name in EXAMPLES:
         release = floor_release(name)
         if release and release != pinned_torch():

@@ -32,7 +32,7 @@ import pytest
 from conftest import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
 sys.path.insert(0, str(REPO / "_ext"))
-import version_records  # noqa: E402
+from pagelib import records as version_records  # noqa: E402
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -16,7 +16,7 @@ import pytest
 from conftest import EXAMPLES, GALLERY_DIR, REPO, downloads
 
 sys.path.insert(0, str(REPO / "_ext"))
-import translated_downloads  # noqa: E402
+from pagelib import translation  # noqa: E402
 
 LANGUAGE = "zh_CN"
 
@@ -51,19 +51,19 @@ def prose_of(script):
     lines = script.split("\n")
     prose = "\n".join(
         "\n".join(lines[first : last + 1])
-        for first, last, _ in translated_downloads.prose_regions(lines, script)
+        for first, last, _ in translation.prose_regions(lines, script)
     )
     return re.sub(r"^# ?", "", prose, flags=re.M)
 
 
 def prose_messages(name):
     """(English, translation) of the page's messages that its prose contains."""
-    messages = translated_downloads.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
+    messages = translation.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
     prose = prose_of((REPO / "advanced" / f"{name}.py").read_text())
     return [
         (english, translation)
         for english, translation in messages.items()
-        if translated_downloads._pattern(english).search(prose)
+        if translation.message_pattern(english).search(prose)
     ]
 
 
@@ -86,7 +86,7 @@ def test_chinese_downloads_hold_the_english_code_and_the_translated_prose(site, 
         english_text[:60]
         for english_text, chinese_text in translated
         if english_text != chinese_text
-        and translated_downloads._pattern(english_text).search(plain)
+        and translation.message_pattern(english_text).search(plain)
     ]
     assert not left, f"English prose left in the Chinese script: {left}"
 

@@ -2,9 +2,9 @@
 
 ``cpp_extension_packaging.py`` and ``cpp_stable_abi.py`` build wheels into
 ``$TORCH_EXTENSIONS_DIR/wheels``, the cache ``make`` shares between the site's
-build and the pages' standalone runs. These tests take the wheels the pages
-left there, and check the pages' claims from outside: the standalone run after
-the build reuses the wheels; pip accepts each wheel on the Python versions the
+build and the pages' later runs. These tests take the wheels the pages left
+there, and check the pages' claims from outside: the downloaded notebook's
+run after the build reuses the wheels; pip accepts each wheel on the Python versions the
 packaging page says; the stable-ABI wheel, built with the pinned PyTorch, runs
 under the older releases of the version matrix from the page's floor on and
 fails to load below it; and the wheel built against ATen's C++ API carries no
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GALLERY_DIR, REPO, run
+from conftest import GALLERY_DIR, REPO, printed, run
 
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
@@ -32,15 +32,16 @@ def release_key(version):
 
 
 @pytest.fixture(scope="module")
-def built(site, standalone_runs):
-    """The wheels' folder, and each page's output in the build and standalone."""
+def built(site, executed_notebooks):
+    """The wheels' folder, and each page's output in the build and in its
+    downloaded notebook's run after the build."""
     cache = Path(os.environ["TORCH_EXTENSIONS_DIR"])
     outputs = {}
     for name in PAGES:
-        run = standalone_runs[name, "pinned"]
-        assert run.returncode == 0, run.stderr[-4000:]
+        notebook, error = executed_notebooks[name]
+        assert error is None, str(error)[-4000:]
         built_page = (REPO / GALLERY_DIR / f"{name}.rst").read_text()
-        outputs[name] = (built_page, run.stdout)
+        outputs[name] = (built_page, printed(notebook))
     return cache, outputs
 
 

@@ -38,7 +38,7 @@ MACHINERY = [
     "constraints.txt",
     "pyproject.toml",
 ]
-MACHINERY_FOLDERS = ["_ext", "_static", "_templates", "tools", "tests"]
+MACHINERY_FOLDERS = ["_ext", "pagelib", "_static", "_templates", "tools", "tests"]
 
 SITE_TESTS = [
     "tests/test_site_build.py::test_build_finishes_without_warnings",
@@ -236,7 +236,7 @@ def scratch_project(folder, kind):
         name = name[kind]
         source = (REPO / "advanced" / f"{name}.py").read_text()
     (folder / "advanced" / f"{name}.py").write_text(source)
-    with open(folder / "_ext" / "course_order.py", "a") as course:
+    with open(folder / "pagelib" / "course.py", "a") as course:
         course.write(f"\nCOURSE[{name + '.py'!r}] = 'A page made by a test.'\n")
     write_records(folder, name)
     return folder

@@ -16,9 +16,10 @@ from conftest import EXAMPLES, GALLERY_DIR, REPO
 from PIL import Image
 
 sys.path.insert(0, str(REPO / "_ext"))
-import course_order  # noqa: E402
 import tutorial_cards  # noqa: E402
-import version_records  # noqa: E402
+
+from pagelib import course as course_order  # noqa: E402
+from pagelib import records as version_records  # noqa: E402
 
 COURSE_ORDER = sorted(
     EXAMPLES, key=lambda name: course_order.CourseOrder("")(f"{name}.py")

@@ -6,8 +6,6 @@ in a fresh kernel.
 """
 
 import ast
-import concurrent.futures
-import os
 import re
 import sys
 
@@ -20,15 +18,15 @@ from conftest import (
     downloads,
     example_source,
     make,
+    notebook_of,
     project_with_example,
 )
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
 sys.path.insert(0, str(REPO / "_ext"))
 import tutorial_cards  # noqa: E402
-import version_records  # noqa: E402
+
+from pagelib import records as version_records  # noqa: E402
 
 # reST that must never reach a Jupyter reader, as it would read it. The last
 # two may occur in code (C++'s ``::``), so they are looked for in prose only.
@@ -55,12 +53,6 @@ PROVIDERS = {
     "setuptools": "setuptools",
     "expecttest": "expecttest",
 }
-
-
-def notebook_of(site, name):
-    notebook = nbformat.read(downloads(site.page(name))["ipynb"], as_version=4)
-    nbformat.validate(notebook)
-    return notebook
 
 
 def rendered_markdown(notebook):
@@ -162,31 +154,11 @@ def test_cross_references_show_the_titles_of_real_pages(site, name):
         assert f"*{title}*" in prose or f"[{title}](" in prose, title
 
 
-@pytest.fixture(scope="session")
-def executed_notebooks(site, tmp_path_factory):
-    """Every downloaded notebook run in a fresh kernel, one per core at a time."""
-
-    def execute(name):
-        notebook = notebook_of(site, name)
-        folder = tmp_path_factory.mktemp(f"notebook-{name}")
-        client = NotebookClient(
-            notebook,
-            kernel_name="python3",
-            timeout=900,
-            resources={"metadata": {"path": str(folder)}},
-        )
-        try:
-            client.execute()
-        except CellExecutionError as error:  # names the failing cell
-            return name, notebook, error
-        return name, notebook, None
-
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return {name: (nb, error) for name, nb, error in pool.map(execute, EXAMPLES)}
-
-
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_downloaded_notebook_executes_in_a_fresh_kernel(executed_notebooks, name):
+    # This run also stands for the page's standalone run on the pinned
+    # release: the notebook holds all of the script's code, run from an empty
+    # folder in a fresh interpreter with the pinned packages.
     notebook, error = executed_notebooks[name]
     assert error is None, str(error)[-4000:]
     outputs = [o for cell in notebook.cells for o in cell.get("outputs", [])]

@@ -24,9 +24,11 @@ from conftest import (
 )
 
 sys.path.insert(0, str(REPO / "_ext"))
-import course_order  # noqa: E402
 import tutorial_cards  # noqa: E402
-import verified_stamp  # noqa: E402
+from sphinx_gallery.utils import get_md5sum  # noqa: E402
+
+from pagelib import course as course_order  # noqa: E402
+from pagelib import hooks, run_record  # noqa: E402
 
 NO_VERSION = '''"""
 A Page Without a Version
@@ -99,7 +101,7 @@ def _gallery(tmp_path):
 
 def test_record_of_a_finished_run_is_trusted(tmp_path):
     conf, source, gallery = _gallery(tmp_path)
-    verified_stamp.record_execution(conf, "page.py")
+    hooks.record_execution(conf, "page.py")
     record = json.loads((gallery / "page.verified.json").read_text())
     import torch
 
@@ -107,35 +109,35 @@ def test_record_of_a_finished_run_is_trusted(tmp_path):
     assert record["devices"][0] == "CPU"
     # Sphinx-Gallery writes the .md5 once the run has finished.
     (gallery / "page.py.md5").write_text(record["source_md5"])
-    assert verified_stamp._check_record(source, gallery) == (record, None)
+    assert run_record.check(source, gallery) == (record, None)
 
 
 def test_record_is_not_trusted_once_the_script_changes(tmp_path):
     conf, source, gallery = _gallery(tmp_path)
-    verified_stamp.record_execution(conf, "page.py")
+    hooks.record_execution(conf, "page.py")
     record = json.loads((gallery / "page.verified.json").read_text())
     (gallery / "page.py.md5").write_text(record["source_md5"])
     source.write_text(source.read_text() + "print(2)\n")
-    record, problem = verified_stamp._check_record(source, gallery)
+    record, problem = run_record.check(source, gallery)
     assert record is None and "changed" in problem
 
 
 def test_record_of_a_run_that_did_not_finish_is_not_trusted(tmp_path):
     conf, source, gallery = _gallery(tmp_path)
     md5 = gallery / "page.py.md5"
-    md5.write_text(verified_stamp._source_md5(source))
+    md5.write_text(get_md5sum(source, mode="t"))
     # The .md5 is left from a success long ago; the recorded run came later
     # and never finished (it failed, so the .md5 was not rewritten).
     old = time.time() - 3600
     os.utime(md5, (old, old))
-    verified_stamp.record_execution(conf, "page.py")
-    record, problem = verified_stamp._check_record(source, gallery)
+    hooks.record_execution(conf, "page.py")
+    record, problem = run_record.check(source, gallery)
     assert record is None and "did not finish" in problem
 
 
 def test_page_without_record_is_reported(tmp_path):
     _, source, gallery = _gallery(tmp_path)
-    record, problem = verified_stamp._check_record(source, gallery)
+    record, problem = run_record.check(source, gallery)
     assert record is None and "no record" in problem
 
 

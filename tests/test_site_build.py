@@ -135,3 +135,31 @@ def test_make_html_fails_on_a_sphinx_warning(tmp_path):
     assert "a-label-that-no-page-defines" in output, output[-3000:]
     assert process.returncode != 0, "a Sphinx warning must fail make html"
     assert "warnings treated as errors" in output, output[-3000:]
+
+
+EDITED = example_source(
+    "A Page Under Edit",
+    "x = torch.ones(2)\n\n# %%\n# A paragraph of prose.\n\nprint(x.sum())",
+)
+
+
+def test_a_prose_edit_builds_green_and_a_code_edit_names_the_matrix_command(
+    tmp_path,
+):
+    # The records name the page's code as it is; a prose edit keeps them
+    # current, so the build passes with no matrix run.
+    project = project_with_example(tmp_path, "edited_page.py", EDITED)
+    page = project / "advanced" / "edited_page.py"
+    page.write_text(EDITED.replace("A paragraph of prose.", "Better, longer prose."))
+    process = make("html", cwd=project, timeout=600)
+    output = process.stdout + process.stderr
+    assert process.returncode == 0, output[-3000:]
+    assert "version matrix" not in output
+    # A code edit makes them stale: the build fails naming the page and the
+    # command that brings its records back.
+    page.write_text(EDITED.replace("print(x.sum())", "print(x.sum() + 1)"))
+    process = make("html", cwd=project, timeout=600)
+    output = process.stdout + process.stderr
+    assert process.returncode != 0
+    assert "edited_page.py: version matrix: its code changed" in output, output[-3000:]
+    assert "run `make matrix PAGES=edited_page`" in output

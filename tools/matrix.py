@@ -52,6 +52,8 @@ from pagelib import contract  # noqa: E402
 
 RECORDS = REPO / "versions" / "records"
 EXAMPLES = REPO / "advanced"
+
+
 def pages():
     return sorted(p.stem for p in EXAMPLES.glob("*.py"))
 

@@ -7,8 +7,9 @@ the landing page's cards, the Prerequisites card and the verified stamp show
 what they say, and nothing a page merely declares.
 
 A page's records are *current* when every release of the matrix has one and
-each names the MD5 of the page's source as it is now. Its *floor* is the oldest
-supported release on which it passed. They are *consistent* when the page
+each names the page's code digest as it is now (``contract.code_digest``:
+editing prose keeps them current, editing code makes them stale). Its *floor*
+is the oldest supported release on which it passed. They are *consistent* when the page
 passed on every release from its floor on, stopped with its one-line message
 on every release below it (including the matrix's ``below`` releases, under
 the supported ones), and states that same floor in its first cell and in its
@@ -17,31 +18,20 @@ so that ``-W`` fails: a page may not show a floor or a release it has not run
 on as it is now.
 """
 
-import hashlib
 import json
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pagelib import contract
+
 MATRIX = Path("versions") / "matrix.toml"
 RECORDS = Path("versions") / "records"
-# The first cell's check, as README.md ("Adding a page") spells it.
-FLOOR_CHECK = re.compile(
-    r"^if tuple\(int\(part\) for part in torch\.__version__\.split\(\"\.\"\)\[:2\]\)"
-    r" < \((\d+), (\d+)\):\n\s+sys\.exit\(.*needs PyTorch (\d+\.\d+) or later",
-    re.M,
-)
-STATED_FLOOR = re.compile(r"^\s*[*\-+]\s+PyTorch\s+(\d+\.\d+)\s+or\s+later\b", re.M)
 
 
 def minor(version):
     """'2.7.1+cu126' -> '2.7'."""
     return ".".join(version.split("+")[0].split(".")[:2])
-
-
-def source_md5(path):
-    return hashlib.md5(Path(path).read_text(encoding="utf-8").encode()).hexdigest()
 
 
 def matrix_releases(srcdir):
@@ -54,14 +44,6 @@ def releases_below(srcdir):
     """The releases below the supported ones, where every page must stop."""
     data = tomllib.loads((Path(srcdir) / MATRIX).read_text())
     return [release["torch"] for release in data.get("below", [])]
-
-
-def declared_floors(source_text):
-    """The floor the first cell checks and the one its message names."""
-    match = FLOOR_CHECK.search(source_text)
-    if not match:
-        return None, None
-    return f"{match.group(1)}.{match.group(2)}", match.group(3)
 
 
 @dataclass
@@ -90,13 +72,13 @@ def read(srcdir, source):
     except ValueError as error:
         result.problems.append(f"{path.name} is not valid JSON ({error})")
         return result
-    md5 = source_md5(source)
+    digest = contract.code_digest(source)
     outcomes, missing, stale = [], [], []
     for release in below + releases:
         record = records.get(release)
         if record is None:
             missing.append(release)
-        elif record.get("source_md5") != md5:
+        elif record.get("code_digest") != digest:
             stale.append(release)
         else:
             outcomes.append((release, record))
@@ -104,8 +86,7 @@ def read(srcdir, source):
         result.problems.append(f"no record for PyTorch {', '.join(missing)}")
     if stale:
         result.problems.append(
-            f"the records for PyTorch {', '.join(stale)} are of another version "
-            "of the page"
+            f"its code changed since the matrix ran it on PyTorch {', '.join(stale)}"
         )
     if result.problems:
         result.problems[-1] += f"; run `make matrix PAGES={source.stem}`"
@@ -145,7 +126,7 @@ def read(srcdir, source):
     result.passed = [minor(release) for release in passing]
 
     text = source.read_text(encoding="utf-8")
-    checked, named = declared_floors(text)
+    checked, named = contract.declared_floors(text)
     if checked is None:
         result.problems.append(
             "its first cell has no floor check (see README.md, Adding a page)"
@@ -155,7 +136,7 @@ def read(srcdir, source):
             f"its first cell stops below PyTorch {checked} and names {named}, but "
             f"its measured floor is {result.floor}"
         )
-    stated = STATED_FLOOR.findall(text)
+    stated = contract.stated_floors(text)
     if stated != [result.floor]:
         result.problems.append(
             f'its Prerequisites card says "PyTorch {", ".join(stated) or "?"} or '

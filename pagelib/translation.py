@@ -1,0 +1,202 @@
+"""A page's prose in another language: catalogs in, translated script out.
+
+The downloads of a translated page (``_ext/translated_downloads.py``) are the
+English script with each prose message replaced by its translation from the
+page's catalog (``locale/<language>/LC_MESSAGES/tutorials/<name>.po``); the
+code is left as it is. A message is found in the script's prose (the module
+docstring and the comment blocks after ``# %%``) by its words, whatever the
+line breaks and indentation between them, in document order; the translation
+is wrapped to the same indentation, and a retitled heading gets an underline
+as wide as its new text. Strings in, strings out: no Sphinx here.
+"""
+
+import ast
+import re
+import unicodedata
+from pathlib import Path
+
+from babel.messages.pofile import read_po
+from sphinx.transforms.i18n import parse_noqa
+
+COMMENT_BLOCK_START = re.compile(r"^(#{20,}.*|# ?%%.*)$")
+ADORNMENT_LINE = re.compile(r"^([=\-~^\"'`#*+_.:<>])\1+\s*$")
+WIDTH = 79
+
+
+def catalog(srcdir, language, docname):
+    """{English message: translation} of one document's catalog."""
+    path = Path(srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po"
+    if not path.is_file():
+        return {}
+    with path.open("rb") as handle:
+        messages = read_po(handle, locale=language)
+    # A translation that renames a section reference ends in the marker with
+    # which Sphinx accepts that its reference text differs from the English;
+    # the reader of a download must not see it.
+    return {
+        str(message.id): parse_noqa(str(message.string))[0]
+        for message in messages
+        if message.id and message.string and not message.fuzzy
+    }
+
+
+# -- Where the prose is ------------------------------------------------------
+
+
+def prose_regions(lines, source_text):
+    """[(first line, last line, prefix)] of the prose: docstring and comments."""
+    tree = ast.parse(source_text)
+    regions = []
+    docstring = tree.body[0] if tree.body else None
+    if (
+        isinstance(docstring, ast.Expr)
+        and isinstance(docstring.value, ast.Constant)
+        and isinstance(docstring.value.value, str)
+    ):
+        # The lines between the opening and the closing quotes.
+        regions.append((docstring.lineno, docstring.end_lineno - 2, ""))
+    index = 0
+    while index < len(lines):
+        if COMMENT_BLOCK_START.match(lines[index]):
+            start = index + 1
+            end = start
+            while end < len(lines) and lines[end].startswith("#"):
+                end += 1
+            if end > start:
+                regions.append((start, end - 1, "#"))
+            index = end
+        else:
+            index += 1
+    return regions
+
+
+def _strip(line, prefix):
+    if not prefix:
+        return line
+    return line[2:] if line.startswith("# ") else line[1:]
+
+
+def _unstrip(line, prefix):
+    if not prefix:
+        return line
+    return f"# {line}" if line else "#"
+
+
+# -- Replacing messages ---------------------------------------------------------
+
+
+def display_width(text):
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def message_pattern(message):
+    return re.compile(r"\s+".join(re.escape(word) for word in message.split()))
+
+
+def wrap(text, indent, first_column):
+    """Wrap at spaces (never inside a run of Chinese, never after a reST
+    ``\\ `` escape) to about WIDTH columns."""
+    lines, current, column = [], "", first_column
+    for piece in re.findall(r"(?:\\ |\S)+\s*", text):
+        width = display_width(piece.rstrip())
+        if current and column + width > WIDTH:
+            lines.append(current.rstrip())
+            current, column = "", indent
+        current += piece
+        column += display_width(piece)
+    lines.append(current.rstrip())
+    return ("\n" + " " * indent).join(lines)
+
+
+LIST_MARKER = re.compile(r"^\s*(?:[*+\-]|#\.|\d+\.)\s+$")
+
+
+def line_start(text, start):
+    """What precedes ``start`` on its line, and whether that is only
+    indentation or a list marker (the text at ``start`` begins the line)."""
+    leading = text[text.rfind("\n", 0, start) + 1 : start]
+    return leading, leading.strip() == "" or bool(LIST_MARKER.match(leading))
+
+
+def translate_text(text, messages, escape=False):
+    """(translated text, messages used) for one region of prose.
+
+    ``messages`` are (English, translation) pairs in document order; each is
+    looked for after the previous one found. With ``escape`` (the module
+    docstring, a Python string literal), backslashes are doubled so that the
+    docstring's value holds the translation as written.
+    """
+    cursor = 0
+    used = []
+    for english, translation in messages:
+        match = message_pattern(english).search(text, cursor)
+        if match is None:
+            continue
+        if escape:
+            translation = translation.replace("\\", "\\\\")
+        leading, begins_line = line_start(text, match.start())
+        if begins_line:
+            replacement = wrap(translation, len(leading), display_width(leading))
+        else:
+            replacement = translation  # a directive's argument: one line
+        text = text[: match.start()] + replacement + text[match.end() :]
+        cursor = match.start() + len(replacement)
+        used.append(english)
+    return fix_adornments(text), used
+
+
+def translate_repeats(text, translations, escape=False):
+    """Translate the further occurrences of messages that occur twice.
+
+    A catalog holds each message once, so ``translate_text`` replaces only
+    its first occurrence. Later ones are replaced here where they fill whole
+    lines: a paragraph or list item of their own (a table that links to the
+    same section twice), never a part of a longer sentence.
+    """
+    for english, translation in translations.items():
+        if english == translation:
+            continue
+        if escape:
+            translation = translation.replace("\\", "\\\\")
+        start = 0
+        while match := message_pattern(english).search(text, start):
+            leading, begins_line = line_start(text, match.start())
+            if begins_line and text[match.end() : match.end() + 1] in ("", "\n"):
+                replacement = wrap(translation, len(leading), display_width(leading))
+                text = text[: match.start()] + replacement + text[match.end() :]
+                start = match.start() + len(replacement)
+            else:
+                start = match.end()
+    return text
+
+
+def fix_adornments(text):
+    """Make every heading's over- and underline as wide as its title."""
+    lines = text.split("\n")
+    for index in range(1, len(lines)):
+        line, title = lines[index].strip(), lines[index - 1].strip()
+        if not ADORNMENT_LINE.match(line) or not title or ADORNMENT_LINE.match(title):
+            continue
+        wide = line[0] * max(display_width(title), len(line))
+        if index >= 2 and lines[index - 2].strip() == line:
+            lines[index - 2] = wide  # the overline
+        lines[index] = wide
+    return "\n".join(lines)
+
+
+def translate_script(source_text, translations):
+    """(the script with its prose translated, messages not found in it)."""
+    lines = source_text.split("\n")
+    remaining = list(translations.items())
+    replacements = []
+    for first, last, prefix in prose_regions(lines, source_text):
+        region = "\n".join(_strip(line, prefix) for line in lines[first : last + 1])
+        translated, used = translate_text(region, remaining, escape=not prefix)
+        translated = translate_repeats(translated, translations, escape=not prefix)
+        remaining = [item for item in remaining if item[0] not in set(used)]
+        new_lines = [_unstrip(line, prefix) for line in translated.split("\n")]
+        replacements.append((first, last, new_lines))
+    # From the bottom up, so that the line numbers of earlier regions hold.
+    for first, last, new_lines in reversed(replacements):
+        lines[first : last + 1] = new_lines
+    return "\n".join(lines), [english for english, _ in remaining]

@@ -1,0 +1,114 @@
+import textwrap
+
+import pytest
+
+from pagelib import contract
+
+PAGE = textwrap.dedent('''\
+    """
+    A Page
+    ======
+
+    Some prose.
+
+    .. grid-item-card:: Prerequisites
+
+       * PyTorch 2.8 or later
+    """
+
+    import sys
+
+    import torch
+
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 8):
+        sys.exit(f"This page needs PyTorch 2.8 or later; this is {torch.__version__}.")
+
+    # A comment about the code.
+    SOURCE = """
+    #include <torch/library.h>  // a C++ comment is part of the string
+    """
+    print(f"PyTorch {torch.__version__}; devices exercised: ['cpu']")
+
+    # %%
+    # More prose, a heading
+    # ---------------------
+    #
+    # and a paragraph.
+
+    x = 1  # trailing comment
+''')
+
+
+def digest(tmp_path, text):
+    path = tmp_path / "page.py"
+    path.write_text(text, encoding="utf-8")
+    return contract.code_digest(path)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace("Some prose.", "Some other prose."),
+        lambda t: t.replace("A Page\n======", "A Renamed Page\n=============="),
+        lambda t: t.replace("# and a paragraph.", "# and a longer paragraph."),
+        lambda t: t.replace("# A comment about the code.", "# Another comment."),
+        lambda t: t.replace("# trailing comment", "# other words"),
+        lambda t: t.replace("x = 1", "\n\nx = 1   "),
+    ],
+    ids=["docstring", "title", "text block", "comment", "trailing", "blank lines"],
+)
+def test_prose_edits_keep_the_code_digest(tmp_path, edit):
+    assert edit(PAGE) != PAGE
+    assert digest(tmp_path, edit(PAGE)) == digest(tmp_path, PAGE)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace("x = 1", "x = 2"),
+        lambda t: t.replace("a C++ comment", "another C++ comment"),
+        lambda t: t.replace("< (2, 8)", "< (2, 9)"),
+        lambda t: t + "\nprint(x)\n",
+    ],
+    ids=["statement", "string literal", "floor check", "new line"],
+)
+def test_code_edits_change_the_code_digest(tmp_path, edit):
+    assert digest(tmp_path, edit(PAGE)) != digest(tmp_path, PAGE)
+
+
+def test_code_digest_is_short_hex(tmp_path):
+    value = digest(tmp_path, PAGE)
+    assert len(value) == 16 and int(value, 16) >= 0
+
+
+def test_floors_are_read_from_the_first_cell_and_the_card():
+    assert contract.declared_floors(PAGE) == ("2.8", "2.8")
+    assert contract.stated_floors(PAGE) == ["2.8"]
+    assert contract.declared_floors("print(1)\n") == (None, None)
+
+
+def test_disabling_the_floor_check_keeps_its_message():
+    probed = contract.disable_floor_check(PAGE)
+    assert "< (0, 0):" in probed and "needs PyTorch 2.8 or later" in probed
+    assert contract.declared_floors(probed) == ("0.0", "2.8")
+
+
+def test_devices_line_is_read_from_output():
+    out = "noise\nPyTorch 2.15.0+cpu; devices exercised: ['cpu', 'cuda']\nmore\n"
+    assert contract.devices_in_output(out) == ("2.15.0+cpu", ["cpu", "cuda"])
+    assert contract.devices_in_output("nothing\n") == (None, None)
+
+
+def test_below_floor_message_is_recognised():
+    line = "This page needs PyTorch 2.8 or later; this is 2.7.1+cu126."
+    assert contract.BELOW_FLOOR.search(line).group(1) == "2.8"
+
+
+def test_page_size_counts_prose_words_and_code_lines(tmp_path):
+    path = tmp_path / "page.py"
+    path.write_text(PAGE)
+    words, lines = contract.page_size(path)
+    assert words > 10
+    # Two imports, the two-line floor check, the three-line SOURCE string,
+    # the print and x = 1; no comment or blank line.
+    assert lines == 9

@@ -1,0 +1,82 @@
+"""The layout the architecture asks for: Sphinx extensions in _ext/, helpers in
+pagelib/, no import cycle, and no module reaching into another's private names."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MODULES = {
+    **{p.stem: p for p in (REPO / "_ext").glob("*.py")},
+    **{f"pagelib.{p.stem}": p for p in (REPO / "pagelib").glob("*.py")},
+}
+
+
+def project_imports(path):
+    """{imported project module: names taken from it or used on it}."""
+    tree = ast.parse(path.read_text())
+    found = {}
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES:
+                    found.setdefault(alias.name, set())
+                    aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module in MODULES:
+                found.setdefault(node.module, set()).update(a.name for a in node.names)
+            elif node.module == "pagelib":
+                for alias in node.names:
+                    module = f"pagelib.{alias.name}"
+                    found.setdefault(module, set())
+                    aliases[alias.asname or alias.name] = module
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+        ):
+            found[aliases[node.value.id]].add(node.attr)
+    return found
+
+
+GRAPH = {name: project_imports(path) for name, path in MODULES.items()}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_uses_another_modules_private_names(name):
+    private = {
+        f"{module}.{used}"
+        for module, names in GRAPH[name].items()
+        for used in names
+        if used.startswith("_") and not used.startswith("__")
+    }
+    assert not private, f"{name} uses {sorted(private)}"
+
+
+def test_helpers_import_no_sphinx_extension():
+    for name, imports in GRAPH.items():
+        if name.startswith("pagelib."):
+            assert all(m.startswith("pagelib.") for m in imports), (name, imports)
+
+
+def test_extensions_and_helpers_import_no_cycle():
+    def visit(name, path):
+        if name in path:
+            cycle = path[path.index(name) :] + [name]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        for imported in GRAPH.get(name, {}):
+            if imported != name:
+                visit(imported, [*path, name])
+
+    for name in GRAPH:
+        visit(name, [])
+
+
+def test_every_extension_in_ext_is_a_sphinx_extension():
+    for path in (REPO / "_ext").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert "setup" in functions, f"_ext/{path.name} is not a Sphinx extension"

@@ -1,0 +1,81 @@
+import json
+import shutil
+
+import pytest
+from test_contract import PAGE
+
+from pagelib import contract, records
+
+RELEASES = ["2.7.1", "2.8.0", "2.9.1"]
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "versions" / "records").mkdir(parents=True)
+    releases = "".join(f'[[releases]]\ntorch = "{r}"\n\n' for r in RELEASES)
+    (tmp_path / "versions" / "matrix.toml").write_text(
+        f'[[below]]\ntorch = "2.6.0"\n\n[pages]\npackages = []\n\n{releases}'
+    )
+    (tmp_path / "advanced").mkdir()
+    source = tmp_path / "advanced" / "page.py"
+    source.write_text(PAGE)
+    digest = contract.code_digest(source)
+
+    def record(result, release):
+        error = None if result == "pass" else "needs PyTorch 2.8 or later"
+        return {
+            "code_digest": digest,
+            "result": result,
+            "error": error,
+            "torch": release,
+            "devices": ["cpu"],
+        }
+
+    data = {"2.6.0": record("below-floor", "2.6.0")}
+    data["2.7.1"] = record("below-floor", "2.7.1")
+    data["2.8.0"] = record("pass", "2.8.0")
+    data["2.9.1"] = record("pass", "2.9.1")
+    (tmp_path / "versions" / "records" / "page.json").write_text(json.dumps(data))
+    return tmp_path, source
+
+
+def test_current_records_give_the_floor_and_releases(project):
+    srcdir, source = project
+    versions = records.read(srcdir, source)
+    assert versions.problems == []
+    assert (versions.floor, versions.passed) == ("2.8", ["2.8", "2.9"])
+    assert versions.trusted
+
+
+def test_a_prose_edit_keeps_the_records_current(project):
+    srcdir, source = project
+    source.write_text(PAGE.replace("Some prose.", "Better prose, longer."))
+    assert records.read(srcdir, source).problems == []
+
+
+def test_a_code_edit_names_the_page_and_the_command(project):
+    srcdir, source = project
+    source.write_text(PAGE.replace("x = 1", "x = 2"))
+    versions = records.read(srcdir, source)
+    assert not versions.trusted
+    (problem,) = versions.problems
+    assert "code changed" in problem and "`make matrix PAGES=page`" in problem
+
+
+def test_a_missing_release_is_reported(project):
+    srcdir, source = project
+    shutil.copy(source, source.with_name("other.py"))
+    versions = records.read(srcdir, source.with_name("other.py"))
+    assert "no record for PyTorch 2.6.0, 2.7.1, 2.8.0, 2.9.1" in versions.problems[0]
+
+
+def test_a_stated_floor_that_was_not_measured_is_reported(project):
+    srcdir, source = project
+    source.write_text(PAGE.replace("* PyTorch 2.8 or later", "* PyTorch 2.7 or later"))
+    (problem,) = records.read(srcdir, source).problems
+    assert 'says "PyTorch 2.7 or later"' in problem and "floor is 2.8" in problem
+
+
+def test_devices_are_described():
+    assert records.describe_devices(["cpu", "cuda"]) == "CPU and CUDA"
+    assert records.minor("2.7.1+cu126") == "2.7"

@@ -1,0 +1,69 @@
+from pagelib import translation
+
+SCRIPT = '''"""
+Title
+=====
+
+A first paragraph that is long enough to be wrapped when it is
+translated.
+"""
+
+x = 1
+
+# %%
+# A heading
+# ---------
+#
+# * an item
+'''
+
+MESSAGES = {
+    "Title": "标题很长",
+    "A first paragraph that is long enough to be wrapped when it is translated.": (
+        "第一段 " * 40
+    ),
+    "A heading": "一个标题",
+    "an item": "一项",
+}
+
+
+def test_a_script_is_translated_around_unchanged_code():
+    text, missing = translation.translate_script(SCRIPT, MESSAGES)
+    assert missing == []
+    assert "x = 1" in text and "A first paragraph" not in text
+    assert "# * 一项" in text
+
+
+def test_headings_get_adornments_as_wide_as_their_translation():
+    text, _ = translation.translate_script(SCRIPT, MESSAGES)
+    lines = text.split("\n")
+    title = lines.index("标题很长")
+    assert lines[title + 1] == "=" * 8  # four wide characters
+    heading = lines.index("# 一个标题")
+    assert lines[heading + 1] == "# " + "-" * 9  # as long as the old underline
+
+
+def test_long_translations_are_wrapped_within_the_width():
+    text, _ = translation.translate_script(SCRIPT, MESSAGES)
+    assert max(translation.display_width(line) for line in text.split("\n")) <= 81
+
+
+def test_messages_are_found_across_line_breaks():
+    pattern = translation.message_pattern("one two three")
+    assert pattern.search("one\n   two three")
+    assert not pattern.search("one two four")
+
+
+def test_a_message_not_in_the_script_is_reported():
+    _, missing = translation.translate_script(SCRIPT, {"Not here": "不在"})
+    assert missing == ["Not here"]
+
+
+def test_wrap_keeps_reST_escapes_together():
+    wrapped = translation.wrap("算子\\ ``crop``\\ 的 " * 10, 0, 0)
+    assert all(not line.endswith("\\") for line in wrapped.split("\n"))
+
+
+def test_fix_adornments_widens_over_and_underlines():
+    fixed = translation.fix_adornments("===\n中文标题\n===\n")
+    assert fixed.split("\n")[:3] == ["=" * 8, "中文标题", "=" * 8]
