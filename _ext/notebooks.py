@@ -30,14 +30,13 @@ import re
 import sys
 from pathlib import Path
 
-import tutorial_cards
 import verified_stamp
 from sphinx.locale import get_translation
 from sphinx.util import logging
 from sphinx_gallery import py_source_parser
 from sphinx_gallery.downloads import generate_zipfiles
 
-from pagelib import gallery, records, run_record, translation
+from pagelib import contract, gallery, records, run_record, translation
 from pagelib import markdown as notebook_markdown
 
 logger = logging.getLogger(__name__)
@@ -137,7 +136,7 @@ def _read_page_titles(app):
     titles = {}
     examples = gallery.examples(app.config.sphinx_gallery_conf, app.srcdir)
     for docname, (source, _folder) in examples.items():
-        title = tutorial_cards.read_script(source)["title"]
+        title = contract.read_script(source)["title"]
         label = "sphx_glr_" + docname.replace("/", "_") + ".py"
         titles[label] = (docname, translated(docname, title))
     for rst in Path(app.srcdir).glob("*.rst"):

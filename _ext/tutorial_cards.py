@@ -13,8 +13,6 @@ that a card is never silently left blank. The document holding the directive is 
 again on every build, so a new, renamed or edited script always shows up.
 """
 
-import ast
-import re
 from pathlib import Path
 
 from docutils import nodes
@@ -23,97 +21,10 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from pagelib import records
+from pagelib.contract import read_script
 from pagelib.course import COURSE, CourseOrder
 
 logger = logging.getLogger(__name__)
-
-UNDERLINE = re.compile(r"^([=\-~^\"'`#*+_.:])\1+\s*$")
-VERSION = re.compile(
-    r"^\s*[*\-+]\s+PyTorch\s+(\d+\.\d+(?:\.\d+)?)\s+or\s+later\b", re.M
-)
-# A sentence ends at . ! or ? followed by a space and a capital letter, except
-# after an abbreviation such as "e.g.".
-SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)[.!?](?=\s+[A-Z])")
-
-
-def _first_line_number(tree):
-    node = tree.body[0] if tree.body else None
-    return node.lineno if node is not None else 1
-
-
-def read_script(path):
-    """The card fields of one example script, and the problems found."""
-    source = Path(path).read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    docstring = ast.get_docstring(tree, clean=True) or ""
-    lines = docstring.splitlines()
-    problems = []
-
-    # Title: the first line of text that is not an over- or underline.
-    text_lines = [
-        (i, line.strip())
-        for i, line in enumerate(lines)
-        if line.strip() and not UNDERLINE.match(line.strip())
-    ]
-    title = text_lines[0][1] if text_lines else ""
-    if not title:
-        problems.append("its docstring has no title")
-
-    # Summary: the first sentence of the paragraph that follows the title.
-    summary = ""
-    if text_lines:
-        start = text_lines[0][0] + 1
-        while start < len(lines) and (
-            not lines[start].strip() or UNDERLINE.match(lines[start].strip())
-        ):
-            start += 1
-        paragraph = []
-        for line in lines[start:]:
-            if not line.strip():
-                break
-            paragraph.append(line.strip())
-        text = " ".join(paragraph)
-        if paragraph and not text.startswith(".."):
-            match = SENTENCE_END.search(text)
-            summary = text[: match.end()] if match else text
-    if not summary:
-        problems.append("its docstring has no introductory paragraph under the title")
-
-    # Minimum version: the bullet of the Prerequisites card.
-    version = None
-    card = _prerequisites_card(lines)
-    if card is None:
-        problems.append("its docstring has no Prerequisites card")
-    else:
-        match = VERSION.search(card)
-        if match:
-            version = match.group(1)
-        else:
-            problems.append(
-                'its Prerequisites card has no "PyTorch X.Y or later" bullet'
-            )
-    return {
-        "title": title,
-        "summary": summary,
-        "version": version,
-        "problems": problems,
-        "line": _first_line_number(tree),
-    }
-
-
-def _prerequisites_card(lines):
-    """The body of the ``grid-item-card`` titled Prerequisites, as text."""
-    for i, line in enumerate(lines):
-        if "grid-item-card::" in line and "Prerequisites" in line:
-            indent = len(line) - len(line.lstrip())
-            body = []
-            for following in lines[i + 1 :]:
-                stripped = following.strip()
-                if stripped and len(following) - len(following.lstrip()) <= indent:
-                    break
-                body.append(following)
-            return "\n".join(body)
-    return None
 
 
 class TutorialCards(SphinxDirective):

@@ -10,6 +10,8 @@ Every page under ``advanced/`` follows the template README.md describes
   ``devices_in_output``);
 * the "PyTorch X.Y or later" bullet of the Prerequisites card
   (``STATED_FLOOR``, ``stated_floors``);
+* the docstring's title, introductory sentence (the landing card's text),
+  Prerequisites card and Checklist admonition (``read_script``);
 * the page's identity, ``code_digest``: a digest of its code as
   Sphinx-Gallery splits it, so that editing prose, a heading, a comment or a
   translation leaves the version matrix's records current, and editing code
@@ -21,6 +23,7 @@ import hashlib
 import io
 import re
 import tokenize
+from pathlib import Path
 
 from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
@@ -115,3 +118,93 @@ def page_size(source):
     words = sum(len(b.content.split()) for b in blocks if b.type == "text")
     lines = sum(len(_without_comments(b.content)) for b in blocks if b.type == "code")
     return words, lines
+
+
+# -- The docstring: title, summary, Prerequisites card, checklist ------------
+
+UNDERLINE = re.compile(r"^([=\-~^\"'`#*+_.:])\1+\s*$")
+# A sentence ends at . ! or ? followed by a space and a capital letter, except
+# after an abbreviation such as "e.g.".
+SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)[.!?](?=\s+[A-Z])")
+
+
+def _first_line_number(tree):
+    node = tree.body[0] if tree.body else None
+    return node.lineno if node is not None else 1
+
+
+def read_script(path):
+    """The card fields of one example script, and the problems found."""
+    source = Path(path).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    docstring = ast.get_docstring(tree, clean=True) or ""
+    lines = docstring.splitlines()
+    problems = []
+
+    # Title: the first line of text that is not an over- or underline.
+    text_lines = [
+        (i, line.strip())
+        for i, line in enumerate(lines)
+        if line.strip() and not UNDERLINE.match(line.strip())
+    ]
+    title = text_lines[0][1] if text_lines else ""
+    if not title:
+        problems.append("its docstring has no title")
+
+    # Summary: the first sentence of the paragraph that follows the title.
+    summary = ""
+    if text_lines:
+        start = text_lines[0][0] + 1
+        while start < len(lines) and (
+            not lines[start].strip() or UNDERLINE.match(lines[start].strip())
+        ):
+            start += 1
+        paragraph = []
+        for line in lines[start:]:
+            if not line.strip():
+                break
+            paragraph.append(line.strip())
+        text = " ".join(paragraph)
+        if paragraph and not text.startswith(".."):
+            match = SENTENCE_END.search(text)
+            summary = text[: match.end()] if match else text
+    if not summary:
+        problems.append("its docstring has no introductory paragraph under the title")
+
+    # Minimum version: the bullet of the Prerequisites card.
+    version = None
+    card = _prerequisites_card(lines)
+    if card is None:
+        problems.append("its docstring has no Prerequisites card")
+    else:
+        match = STATED_FLOOR.search(card)
+        if match:
+            version = match.group(1)
+        else:
+            problems.append(
+                'its Prerequisites card has no "PyTorch X.Y or later" bullet'
+            )
+    if not re.search(r"^\.\. admonition:: Checklist$", docstring, re.M):
+        problems.append("its docstring has no Checklist admonition")
+    return {
+        "title": title,
+        "summary": summary,
+        "version": version,
+        "problems": problems,
+        "line": _first_line_number(tree),
+    }
+
+
+def _prerequisites_card(lines):
+    """The body of the ``grid-item-card`` titled Prerequisites, as text."""
+    for i, line in enumerate(lines):
+        if "grid-item-card::" in line and "Prerequisites" in line:
+            indent = len(line) - len(line.lstrip())
+            body = []
+            for following in lines[i + 1 :]:
+                stripped = following.strip()
+                if stripped and len(following) - len(following.lstrip()) <= indent:
+                    break
+                body.append(following)
+            return "\n".join(body)
+    return None

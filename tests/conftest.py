@@ -128,6 +128,11 @@ def example_source(title, body, summary="This page is an example made by a test.
     .. grid-item-card:: Prerequisites
 
        * PyTorch {floor} or later
+
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Read this page.
 """
 
 # %%

@@ -16,8 +16,8 @@ from conftest import EXAMPLES, GALLERY_DIR, REPO
 from PIL import Image
 
 sys.path.insert(0, str(REPO / "_ext"))
-import tutorial_cards  # noqa: E402
 
+from pagelib import contract  # noqa: E402
 from pagelib import course as course_order  # noqa: E402
 from pagelib import records as version_records  # noqa: E402
 
@@ -59,7 +59,7 @@ def test_card_shows_the_page_title_summary_and_measured_floor(cards, name):
     source = REPO / "advanced" / f"{name}.py"
     floor = version_records.read(REPO, source).floor
     assert floor, f"{name} has no measured floor"
-    assert card["title"] == tutorial_cards.read_script(source)["title"]
+    assert card["title"] == contract.read_script(source)["title"]
     assert card["summary"] == course_order.COURSE[f"{name}.py"]
     assert card["footer"] == f"Part {step + 1} · PyTorch {floor} or later"
 

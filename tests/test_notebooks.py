@@ -24,8 +24,8 @@ from conftest import (
 from nbconvert import HTMLExporter
 
 sys.path.insert(0, str(REPO / "_ext"))
-import tutorial_cards  # noqa: E402
 
+from pagelib import contract  # noqa: E402
 from pagelib import records as version_records  # noqa: E402
 
 # reST that must never reach a Jupyter reader, as it would read it. The last
@@ -126,7 +126,7 @@ def test_first_markdown_cell_says_where_the_page_was_verified(site, name):
     assert versions.trusted, versions.problems
     assert f"ran to the end on PyTorch {', '.join(versions.passed)} (" in intro
     assert f"PyTorch {versions.floor} or later" in intro
-    title = tutorial_cards.read_script(REPO / "advanced" / f"{name}.py")["title"]
+    title = contract.read_script(REPO / "advanced" / f"{name}.py")["title"]
     assert intro.startswith(f"# {title}\n")
 
 
@@ -150,7 +150,7 @@ def test_cross_references_show_the_titles_of_real_pages(site, name):
         assert page.is_file(), (
             f"{name} refers to a page the site does not have: {target}"
         )
-        title = tutorial_cards.read_script(page)["title"]
+        title = contract.read_script(page)["title"]
         assert f"*{title}*" in prose or f"[{title}](" in prose, title
 
 

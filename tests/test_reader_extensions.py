@@ -24,11 +24,14 @@ from conftest import (
 )
 
 sys.path.insert(0, str(REPO / "_ext"))
-import tutorial_cards  # noqa: E402
 from sphinx_gallery.utils import get_md5sum  # noqa: E402
 
+from pagelib import (  # noqa: E402
+    contract,  # noqa: E402
+    hooks,
+    run_record,
+)
 from pagelib import course as course_order  # noqa: E402
-from pagelib import hooks, run_record  # noqa: E402
 
 NO_VERSION = '''"""
 A Page Without a Version
@@ -49,7 +52,7 @@ print("hello")
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_states_what_its_card_shows(name):
-    card = tutorial_cards.read_script(REPO / "advanced" / f"{name}.py")
+    card = contract.read_script(REPO / "advanced" / f"{name}.py")
     assert card["problems"] == []
     assert card["title"] and card["summary"]
 
@@ -57,14 +60,14 @@ def test_every_example_states_what_its_card_shows(name):
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_has_a_place_and_a_one_line_summary_in_the_course(name):
     summary = course_order.COURSE.get(f"{name}.py")
-    assert summary, f"advanced/{name}.py is missing from _ext/course_order.py"
+    assert summary, f"advanced/{name}.py is missing from pagelib/course.py"
     assert len(summary) <= 90 and "\n" not in summary
 
 
 def test_reading_a_script_finds_its_title_and_intro_and_reports_no_version(tmp_path):
     script = tmp_path / "page.py"
     script.write_text(NO_VERSION)
-    card = tutorial_cards.read_script(script)
+    card = contract.read_script(script)
     assert card["title"] == "A Page Without a Version"
     assert card["summary"] == ("This page forgot to say which PyTorch it needs.")
     assert card["version"] is None

@@ -112,3 +112,44 @@ def test_page_size_counts_prose_words_and_code_lines(tmp_path):
     # Two imports, the two-line floor check, the three-line SOURCE string,
     # the print and x = 1; no comment or blank line.
     assert lines == 9
+
+
+CARD_PAGE = '''"""
+A Page
+======
+
+After this page you can do one thing, e.g. this. And then more.
+
+.. grid:: 2
+
+    .. grid-item-card:: Prerequisites
+
+       * PyTorch 2.8 or later
+
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Do it.
+"""
+'''
+
+
+def test_the_card_fields_come_from_the_docstring(tmp_path):
+    path = tmp_path / "page.py"
+    path.write_text(CARD_PAGE)
+    card = contract.read_script(path)
+    assert card["title"] == "A Page"
+    assert card["summary"] == "After this page you can do one thing, e.g. this."
+    assert (card["version"], card["problems"]) == ("2.8", [])
+
+
+def test_a_page_without_checklist_or_floor_bullet_has_problems(tmp_path):
+    path = tmp_path / "page.py"
+    path.write_text(
+        CARD_PAGE.replace(".. admonition:: Checklist", ".. note::").replace(
+            "PyTorch 2.8 or later", "a C++ compiler"
+        )
+    )
+    problems = contract.read_script(path)["problems"]
+    assert 'no "PyTorch X.Y or later" bullet' in problems[0]
+    assert "no Checklist admonition" in problems[1]
