@@ -171,8 +171,8 @@ def verified_line(versions, record):
             _(
                 "This notebook's code ran to the end on PyTorch {releases} ({devices})."
             ).format(
-                releases=", ".join(versions.passed),
-                devices=records.describe_devices(versions.devices),
+                releases=verified_stamp.join_list(versions.passed),
+                devices=verified_stamp.describe_devices(versions.devices),
             )
         )
     if record is not None:
@@ -187,7 +187,14 @@ def verified_line(versions, record):
         )
     if not sentences:
         return None
-    return "> **" + _("Verified:") + "** " + " ".join(sentences)
+    # The label in bold, then the sentences, spaced as the language writes
+    # them (no space after "：" or between Chinese sentences). The colon goes
+    # after the bold: Markdown closes "**" only where it is not both preceded
+    # by punctuation and followed by a letter, as in "**已验证：**本".
+    label = str(_("Verified:"))
+    text = verified_stamp.join_sentences([label, *sentences])
+    word = label.rstrip(":：")
+    return "> **" + word + "**" + text[len(word) :]
 
 
 def notebook_for(source, blocks, markdown_of, packages, verified, versions):

@@ -54,30 +54,88 @@ def force_run_of_unrecorded(app):
             md5_path.unlink()
 
 
+# Why a page has no stamp (``pagelib.run_record``), in the page's language.
+PROBLEMS = {
+    "no record of the run that produced this page": _(
+        "no record of the run that produced this page"
+    ),
+    "the last run of this page did not finish": _(
+        "the last run of this page did not finish"
+    ),
+    "the script changed after its last successful run": _(
+        "the script changed after its last successful run"
+    ),
+    "the record describes a run of another version of the script": _(
+        "the record describes a run of another version of the script"
+    ),
+    "the recorded run did not finish": _("the recorded run did not finish"),
+}
+
+
+def join_list(items):
+    """['2.7', '2.8', '2.9'] -> '2.7, 2.8, 2.9' in English, '2.7、2.8、2.9' in
+    Chinese: the separator is a message of its own."""
+    items = list(items)
+    text = items[0] if items else ""
+    for item in items[1:]:
+        text = _("{first}, {second}").format(first=text, second=item)
+    return text
+
+
+def join_and(items):
+    """['CPU', 'CUDA'] -> 'CPU and CUDA'; three or more: 'A, B and C'."""
+    items = list(items)
+    if len(items) < 2:
+        return join_list(items)
+    return _("{first} and {second}").format(
+        first=join_list(items[:-1]), second=items[-1]
+    )
+
+
+# Full-width punctuation and CJK characters: no space is wanted next to them
+# (Chinese sets no space after "：" or "。", nor between two sentences).
+_NO_SPACE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def join_sentences(parts):
+    """Sentences (and a leading label) joined as the language writes them:
+    with a space in English, without one where either side is Chinese."""
+    text = ""
+    for part in parts:
+        if text and not (_NO_SPACE.match(text[-1]) or _NO_SPACE.match(part[:1])):
+            text += " "
+        text += part
+    return text
+
+
+def describe_devices(devices):
+    """['cpu', 'cuda'] -> 'CPU and CUDA' (the matrix's devices), translated."""
+    if not devices:
+        return _("no device recorded")
+    return join_and(device.upper() for device in devices)
+
+
 def join_devices(devices):
     """['CPU', 'NVIDIA H100 (CUDA 13.2)'] -> 'CPU and NVIDIA H100 (CUDA 13.2)'."""
-    text = devices[0]
-    for device in devices[1:]:
-        text = _("{first} and {second}").format(first=text, second=device)
+    text = join_and(devices)
     if len(devices) == 1:
         text = _("{devices} (no CUDA device)").format(devices=text)
     return text
 
 
-def _stamp(record, versions):
-    ran_at = datetime.datetime.fromisoformat(record["ran_at"])
-    paragraph = nodes.paragraph()
-    paragraph += nodes.strong(text=_("Verified:"))
-    paragraph += nodes.Text(" ")
+def stamp_sentences(record, versions):
+    """The stamp's sentences in the page's language (for the page and the
+    notebook)."""
+    sentences = []
     if versions.trusted:
-        paragraph += nodes.Text(
+        sentences.append(
             _("this page ran to the end on PyTorch {releases} ({devices}).").format(
-                releases=", ".join(versions.passed),
-                devices=records.describe_devices(versions.devices),
+                releases=join_list(versions.passed),
+                devices=describe_devices(versions.devices),
             )
         )
-        paragraph += nodes.Text(" ")
-    paragraph += nodes.Text(
+    ran_at = datetime.datetime.fromisoformat(record["ran_at"])
+    sentences.append(
         _(
             "Every output on it came from running it with PyTorch {torch} on "
             "{devices}, {time} UTC."
@@ -87,6 +145,15 @@ def _stamp(record, versions):
             time=f"{ran_at:%Y-%m-%d %H:%M}",
         )
     )
+    return sentences
+
+
+def _stamp(record, versions):
+    label = str(_("Verified:"))
+    text = join_sentences([label, *stamp_sentences(record, versions)])
+    paragraph = nodes.paragraph()
+    paragraph += nodes.strong(text=label)
+    paragraph += nodes.Text(text[len(label) :])
     return paragraph
 
 
@@ -174,7 +241,7 @@ def add_stamp(app, doctree):
             text=_(
                 "Not verified: {problem}. Build the site with the examples "
                 "enabled to run this page."
-            ).format(problem=problem)
+            ).format(problem=PROBLEMS.get(problem, problem))
         )
     else:
         stamp += _stamp(record, versions)
