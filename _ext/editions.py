@@ -21,6 +21,8 @@ extension does what that takes beyond Sphinx's own translation:
   below fixes both.
 """
 
+import ast
+import html
 import logging
 import posixpath
 import re
@@ -30,6 +32,8 @@ from docutils import nodes
 from sphinx.locale import get_translation
 from sphinx.search.zh import SearchChinese
 from sphinx.util import logging as sphinx_logging
+
+from pagelib import gallery, translation
 
 logger = sphinx_logging.getLogger(__name__)
 CATALOG = "site"
@@ -175,6 +179,174 @@ def translate_running_time(app, doctree):
         paragraph.replace_self(replacement)
 
 
+# -- The gallery index and the figures, in the page's language ------------------
+
+THUMB_TOOLTIP = re.compile(
+    r'(<div class="sphx-glr-thumbcontainer"[^>]*? tooltip=")([^"]*)(")'
+)
+THUMB_TITLE = re.compile(r'(<div class="sphx-glr-thumbnail-title">)(.*?)(</div>)', re.S)
+
+
+def intro_and_title(script_text, name):
+    """(summary, title) of a script as Sphinx-Gallery shows them on its
+    thumbnail: the docstring's first paragraph and title, markup removed."""
+    from sphinx_gallery.gen_rst import extract_intro_and_title
+
+    docstring = ast.get_docstring(ast.parse(script_text)) or ""
+    return extract_intro_and_title(name, docstring)
+
+
+def thumbnail_translations(app, docnames):
+    """{English text: translation} of the titles and summaries Sphinx-Gallery
+    writes on the thumbnails of these example pages, from their catalogs."""
+    language = language_of(app)
+    examples = gallery.examples(app.config.sphinx_gallery_conf, app.srcdir)
+    found = {}
+    for docname in docnames:
+        source, _folder = examples[docname]
+        catalog = Path(app.srcdir) / "locale" / language / "LC_MESSAGES"
+        app.env.note_dependency(str(catalog / f"{docname}.po"))
+        messages = translation.catalog(app.srcdir, language, docname)
+        if not messages:
+            continue
+        english = source.read_text(encoding="utf-8")
+        translated, _missing = translation.translate_script(english, messages)
+        for before, after in zip(
+            intro_and_title(english, source.name),
+            intro_and_title(translated, source.name),
+            strict=True,
+        ):
+            if after != before:
+                found[before] = after
+    return found
+
+
+def translate_gallery_index(app, doctree):
+    """The thumbnails of a gallery's index, titled and summarised in the
+    page's language.
+
+    Sphinx-Gallery writes each thumbnail's title and hover summary as raw
+    HTML, which gettext never sees; they are taken here from the translated
+    title and first paragraph of each page's own catalog.
+    """
+    if not is_translation(app):
+        return
+    conf = app.config.sphinx_gallery_conf
+    galleries = {
+        (gallery_dir / "index").relative_to(app.srcdir).as_posix(): gallery_dir
+        for _examples, gallery_dir in gallery.galleries(conf, app.srcdir)
+    }
+    if app.env.docname not in galleries:
+        return
+    folder = galleries[app.env.docname]
+    docnames = [
+        docname
+        for docname, (_source, page_folder) in gallery.examples(
+            conf, app.srcdir
+        ).items()
+        if page_folder == folder
+    ]
+    found = thumbnail_translations(app, docnames)
+
+    def swap(match):
+        english = html.unescape(match.group(2))
+        text = found.get(english)
+        if text is None:
+            return match.group(0)
+        return match.group(1) + html.escape(text) + match.group(3)
+
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if "sphx-glr-thumb" not in text:
+            continue
+        new = THUMB_TITLE.sub(swap, THUMB_TOOLTIP.sub(swap, text))
+        if new != text:
+            raw.replace_self(nodes.raw("", new, format=raw.get("format", "html")))
+
+
+def translate_figure_alt(app, doctree):
+    """Figures' alternative text in the page's language.
+
+    Sphinx-Gallery takes a figure's alt text from its (English) title. A
+    translation in the page's catalog is used where there is one;
+    otherwise the figure is named by its number and the (translated) heading
+    of the section it illustrates.
+    """
+    if not is_translation(app):
+        return
+    from sphinx_gallery.directives import imgsgnode
+
+    messages = translation.catalog(app.srcdir, language_of(app), app.env.docname)
+    number = 0
+    for node in list(
+        doctree.findall(lambda n: isinstance(n, (nodes.image, imgsgnode)))
+    ):
+        alt = node.get("alt")
+        if not alt:
+            continue  # decorative: nothing to say
+        number += 1
+        text = messages.get(alt)
+        if not text:
+            section = next(
+                (a for a in _ancestors(node) if isinstance(a, nodes.section)), None
+            )
+            heading = (
+                section[0].astext()
+                if section is not None and isinstance(section[0], nodes.title)
+                else ""
+            )
+            text = (
+                _("Figure {number}: {section}").format(number=number, section=heading)
+                if heading
+                else _("Figure {number}").format(number=number)
+            )
+        # Sphinx-Gallery writes the alt text into its HTML unescaped.
+        node["alt"] = str(text).replace('"', "”")
+
+
+def _ancestors(node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+# Sphinx-Gallery's words on its "Computation times" pages.
+EXECUTION_TIMES_WORDS = {
+    "Computation times": _("Computation times"),
+    "Example": _("Example"),
+    "Time": _("Time"),
+    "Mem (MB)": _("Mem (MB)"),
+}
+EXECUTION_TIMES = re.compile(
+    r"^(?P<time>\S+) total execution time for (?P<count>\d+) files "
+    r"from (?P<where>.+):$"
+)
+
+
+def translate_execution_times(app, doctree):
+    """Sphinx-Gallery's "Computation times" pages, in the page's language."""
+    if not is_translation(app) or not app.env.docname.endswith("sg_execution_times"):
+        return
+    for node in list(doctree.findall(nodes.Text)):
+        if node.astext() in EXECUTION_TIMES_WORDS:
+            words = str(EXECUTION_TIMES_WORDS[node.astext()])
+            node.parent.replace(node, nodes.Text(words))
+    for paragraph in list(doctree.findall(nodes.paragraph)):
+        match = EXECUTION_TIMES.match(paragraph.astext())
+        if not match:
+            continue
+        where = match["where"]
+        where = str(_("all galleries")) if where == "all galleries" else where
+        replacement = nodes.paragraph(classes=paragraph["classes"])
+        replacement += nodes.Text(
+            _("Total execution time of {count} files from {where}: ").format(
+                count=match["count"], where=where
+            )
+        )
+        replacement += nodes.strong(text=match["time"])
+        paragraph.replace_self(replacement)
+
+
 def register_catalog(app, config):
     """Compile our strings' catalogs if needed, hand them to Sphinx, and name
     the site in the edition's language."""
@@ -189,8 +361,21 @@ def register_catalog(app, config):
             with mo.open("wb") as target:
                 write_mo(target, catalog)
     app.add_message_catalog(CATALOG, str(HERE / "locale"))
-    if is_translation(app) and config.html_title == "PyTorch Custom Operators":
+    if not is_translation(app):
+        return
+    if config.html_title == "PyTorch Custom Operators":
         config.html_title = str(_("PyTorch Custom Operators"))
+    # The theme's search box shows a theme option, not a message.
+    options = dict(config.html_theme_options)
+    options["search_bar_text"] = str(_("Search the docs ..."))
+    config.html_theme_options = options
+    # The footer's "© Copyright 2026, The ... authors." names the authors in
+    # the page's language; the sentence around it is in locale/*/sphinx.po.
+    year, _comma, author = config.copyright.partition(", ")
+    if author == config.author == "The custom operators tutorial authors":
+        config.copyright = _("{year}, {author}").format(
+            year=year, author=_("The custom operators tutorial authors")
+        )
 
 
 def setup(app):
@@ -199,4 +384,7 @@ def setup(app):
     app.connect("html-page-context", add_edition_links)
     app.connect("doctree-read", note_translated_output, priority=600)
     app.connect("doctree-read", translate_running_time)
+    app.connect("doctree-read", translate_gallery_index)
+    app.connect("doctree-read", translate_figure_alt)
+    app.connect("doctree-read", translate_execution_times)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
