@@ -196,6 +196,18 @@ def intro_and_title(script_text, name):
     return extract_intro_and_title(name, docstring)
 
 
+def _leftover_markup(text):
+    """Markup Sphinx-Gallery's clean-up leaves: it strips roles and literals
+    only where a space stands before them, as in English; in Chinese they
+    touch the characters around them (``、``, ``：``, the ``\\ `` escape)."""
+    text = re.sub(r"\\ ", "", text)
+    text = re.sub(r":(?:[^:\s`]+:)+`([^`<>]+?)\s*<[^>`]+>`", r"\1", text)
+    text = re.sub(r":(?:[^:\s`]+:)+`~?([^`]+)`", r"\1", text)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    text = re.sub(r"`([^`<>]+) <[^`<>]+>`__?", r"\1", text)
+    return re.sub(r"`([^`]+)`", r"\1", text)
+
+
 def thumbnail_translations(app, docnames):
     """{English text: translation} of the titles and summaries Sphinx-Gallery
     writes on the thumbnails of these example pages, from their catalogs."""
@@ -216,6 +228,7 @@ def thumbnail_translations(app, docnames):
             intro_and_title(translated, source.name),
             strict=True,
         ):
+            after = _leftover_markup(after)
             if after != before:
                 found[before] = after
     return found

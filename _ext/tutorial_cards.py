@@ -17,6 +17,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
+from sphinx.locale import get_translation
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
@@ -25,6 +26,9 @@ from pagelib.contract import read_script
 from pagelib.course import COURSE, CourseOrder
 
 logger = logging.getLogger(__name__)
+# The card footers are our strings, translated from the "site" catalog (see
+# editions.py), not the page's: they change with the version records.
+_ = get_translation("site")
 
 
 class TutorialCards(SphinxDirective):
@@ -89,6 +93,14 @@ class TutorialCards(SphinxDirective):
         self.state.nested_parse(
             StringList(rst, source="<tutorial-cards>"), self.content_offset, container
         )
+        # The footers come translated from our catalog; Sphinx's gettext
+        # builder must not put them into the page's catalog as well.
+        for footer in container.findall(nodes.container):
+            if "tutorial-card-version" in footer["classes"] or any(
+                "footer" in name for name in footer["classes"]
+            ):
+                for paragraph in footer.findall(nodes.paragraph):
+                    paragraph["translatable"] = False
         return container.children
 
     def _card(self, card, step, stem, gallery_dir, env):
@@ -96,11 +108,11 @@ class TutorialCards(SphinxDirective):
         label = f"sphx_glr_{gallery.replace('/', '_')}_{stem}.py"
         thumb = f"{gallery}/images/thumb/sphx_glr_{stem}_thumb.png"
         version = (
-            f"PyTorch {card['version']} or later"
+            _("PyTorch {version} or later").format(version=card["version"])
             if card["version"]
-            else "PyTorch releases not verified"
+            else _("PyTorch releases not verified")
         )
-        footer = f"Part {step} · {version}"
+        footer = _("Part {step} · {version}").format(step=step, version=version)
         lines = [
             f"   .. grid-item-card:: {card['title'] or stem}",
             f"      :link: {label}",
