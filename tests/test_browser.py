@@ -309,6 +309,7 @@ class Visit:
     contrast: dict = field(default_factory=dict)
     accessibility: list = field(default_factory=list)
     stamp: dict | None = None
+    prose: dict = field(default_factory=dict)  # Chinese pages only
 
 
 @dataclass
@@ -342,6 +343,87 @@ AXE_JS = """async () => {
         count: v.nodes.length,
     }));
 }"""
+
+
+# -- English prose in the Chinese edition ----------------------------------------
+
+# Runs in the page: the text a reader sees or hears outside code, program
+# output and the edition switcher (which names "English" by design): every
+# text node, the page's title, and the attributes that browsers show or
+# screen readers speak (tooltips, labels, placeholders, alt text).
+PROSE_JS = """() => {
+    const skip = "pre, code, kbd, samp, script, style, noscript, .highlight, "
+        + ".sphx-glr-script-out, .edition-switcher, .math, math";
+    const texts = [document.title];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+        const parent = walker.currentNode.parentElement;
+        if (!parent || parent.closest(skip)) continue;
+        texts.push(walker.currentNode.textContent);
+    }
+    const attributes = [];
+    const named = ["title", "aria-label", "placeholder", "alt", "tooltip"];
+    for (const el of document.querySelectorAll(named.map((n) => `[${n}]`).join(","))) {
+        if (el.closest(skip)) continue;
+        for (const name of named) {
+            const value = el.getAttribute(name);
+            if (value && value.trim()) attributes.push(`${name}="${value.trim()}"`);
+        }
+    }
+    return {texts: texts.map((t) => t.trim()).filter(Boolean), attributes};
+}"""
+
+# Names that stay in Latin letters in Chinese prose: products, projects,
+# people's tools and API names. Identifiers (torch.compile, custom_op, CUDA,
+# PyTorch: dotted, underscored, all capitals or with a capital inside) are
+# recognised as names without being listed.
+PROPER_NAMES = {
+    "Triton", "Python", "Jupyter", "Sphinx", "Gallery", "Theme", "Pillow",
+    "Matplotlib", "NumPy", "Inductor", "Dynamo", "AOTAutograd", "Linux",
+    "Windows", "Google", "Colab", "Ctrl", "Chromium", "Intel", "Apple",
+    "Copyright", "English", "Markdown", "GitHub", "Playwright", "Bash",
+}  # fmt: skip
+# A Latin word, or an identifier with dots, colons or underscores inside.
+LATIN_TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.:'\u2019\-][A-Za-z0-9_]+)*")
+# What may stand between two words of one English phrase.
+PHRASE_GAP = re.compile(r"[\s,;!?()\"\u201c\u201d\u2018\u2019/\u2013\u2014]*")
+# A word of English prose: lower case or capitalised letters, no digits.
+ENGLISH_WORD = re.compile(r"[A-Za-z][a-z]*(?:['\u2019\-][a-z]+)*")
+# This many English words in a row are a sentence, not a glossed term.
+ENGLISH_RUN = 3
+
+
+def english_phrases(text):
+    """Runs of ENGLISH_RUN or more English words in a row in ``text``."""
+    phrases, run, end = [], [], None
+    for match in LATIN_TOKEN.finditer(text):
+        word = match.group()
+        is_english = (
+            ENGLISH_WORD.fullmatch(word) is not None
+            and word not in PROPER_NAMES
+            and not (len(word) > 1 and word.isupper())
+        )
+        joined = end is not None and PHRASE_GAP.fullmatch(text[end : match.start()])
+        if not (is_english and (joined or not run)):
+            if len(run) >= ENGLISH_RUN:
+                phrases.append(" ".join(run))
+            run = [word] if is_english else []
+        else:
+            run.append(word)
+        end = match.end()
+    if len(run) >= ENGLISH_RUN:
+        phrases.append(" ".join(run))
+    return phrases
+
+
+def english_prose(prose):
+    """The English phrases of one page's collected prose, each once."""
+    found = []
+    for text in [*prose.get("texts", []), *prose.get("attributes", [])]:
+        for phrase in english_phrases(text):
+            if phrase not in found:
+                found.append(phrase)
+    return found
 
 
 def audit_accessibility(page):
@@ -383,6 +465,8 @@ def visit(context, base, page_path, width_name, mode, shots):
     if first_view:
         result.images = page.evaluate(IMAGES_JS)
         result.links = page.evaluate(LINKS_JS)
+        if page_path.startswith(f"{CHINESE}/"):
+            result.prose = page.evaluate(PROSE_JS)
         stamp = page.locator(".verified-stamp")
         if stamp.count():
             result.stamp = {
@@ -691,6 +775,32 @@ def test_every_page_links_to_itself_in_the_other_edition(survey):
         if counterpart not in survey.pages:
             problems.append(f"{page}: no page {counterpart} in the other edition")
     assert not problems, "\n".join(problems[:40])
+
+
+def test_chinese_pages_have_no_english_prose(survey):
+    """A Chinese reader meets English only in code, output and names.
+
+    Every Chinese page, the gallery index and the search page included, is
+    read as the browser shows it (text, tooltips, labels, placeholders and alt
+    text); three or more English words in a row outside code blocks, inline
+    code and printed output are English prose the catalogs, the theme's
+    strings (locale/zh_CN/LC_MESSAGES/sphinx.po) or our extensions' strings
+    (_ext/locale/zh_CN/LC_MESSAGES/site.po) left untranslated.
+    """
+    chinese = [page for page in survey.pages if page.startswith(f"{CHINESE}/")]
+    assert f"{CHINESE}/{GALLERY_DIR}/index.html" in chinese, chinese
+    offenders = {}
+    for page in chinese:
+        found = english_prose(survey.visits[page, "desktop", "light"].prose)
+        if found:
+            offenders[page] = found
+    report = "\n".join(
+        f"{page}: "
+        + " | ".join(phrase[:80] for phrase in phrases[:8])
+        + (f" (and {len(phrases) - 8} more)" if len(phrases) > 8 else "")
+        for page, phrases in offenders.items()
+    )
+    assert not offenders, f"English prose on Chinese pages:\n{report}"
 
 
 def test_chinese_search_finds_the_pages_about_custom_operators(survey, browser):

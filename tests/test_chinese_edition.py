@@ -105,3 +105,29 @@ def test_chinese_page_says_its_output_is_the_english_run(site, name):
     stamp = html[html.index("verified-stamp") :][:3000]
     assert "translation-note" in stamp
     assert "verified-stamp-missing" not in html
+
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_chinese_gallery_index_titles_and_summaries_are_chinese(site):
+    """Sphinx-Gallery writes the thumbnails' titles and hover summaries as raw
+    HTML; _ext/editions.py takes them from each page's catalog."""
+    html = (site.html / LANGUAGE / GALLERY_DIR / "index.html").read_text()
+    titles = re.findall(r'sphx-glr-thumbnail-title">(.*?)</div>', html, re.S)
+    summaries = re.findall(r'sphx-glr-thumbcontainer"[^>]*tooltip="([^"]*)"', html)
+    assert len(titles) == len(summaries) == len(EXAMPLES)
+    english = [text for text in titles + summaries if not HAN.search(text)]
+    assert not english, english
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_chinese_stamp_and_alt_text_read_as_chinese(site, name):
+    html = (site.html / LANGUAGE / GALLERY_DIR / f"{name}.html").read_text()
+    start = html.index("verified-stamp")
+    stamp = re.sub(r"<[^>]+>", "", html[start : html.index("</div>", start)])
+    assert HAN.search(stamp), stamp
+    # Chinese punctuation, and no space after it or between two sentences.
+    assert not re.search(r"[：。，）] |\d, \d| and ", stamp), stamp
+    alts = re.findall(r'<img [^>]*alt="([^"]+)"', html)
+    assert all(HAN.search(alt) for alt in alts), alts
