@@ -44,12 +44,22 @@ export GALLERY_PATTERN
 TRANSLATIONS := zh_CN
 TRANSLATED = $(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 \
 	-D language=$(1) . $(BUILDDIR)/html/$(1)
+# `make html` skips an edition when no file it is made from changed since its
+# last successful build (a no-op build then starts one Sphinx, not two): the
+# stamp is taken when the build starts, so an edit made while it ran counts.
+EDITION_INPUTS := advanced locale _ext pagelib _templates _static versions \
+	tutorials conf.py index.rst start_here.rst Makefile requirements.txt constraints.txt
+TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
+	if [ -f $$stamp ] && [ -z "$$(find $(EDITION_INPUTS) -type f ! -name '*.pyc' ! -name '*.mo' \
+		-newer $$stamp -print -quit 2>/dev/null)" ]; then \
+		echo "$(1): nothing it is built from changed; kept as it is"; \
+	else touch $$stamp.new && $(TRANSLATED) && mv $$stamp.new $$stamp; fi
 
 .PHONY: html html-noplot check unit test lint format clean venv bench matrix matrix-table catalogs prune-envs
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
-	$(foreach language,$(TRANSLATIONS),$(call TRANSLATED,$(language)) &&) true
+	@$(foreach language,$(TRANSLATIONS),$(call TRANSLATED_IF_CHANGED,$(language)) &&) true
 
 html-noplot: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 . $(BUILDDIR)/html

@@ -30,7 +30,6 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.locale import get_translation
-from sphinx.search.zh import SearchChinese
 from sphinx.util import logging as sphinx_logging
 
 from pagelib import gallery, translation
@@ -90,20 +89,34 @@ var splitQuery = (query) => {
 """
 
 
-class SearchChineseFixed(SearchChinese):
-    """Chinese search whose JavaScript side works with Sphinx 9.0.4."""
+def chinese_search():
+    """Chinese search whose JavaScript side works with Sphinx 9.0.4.
 
-    def __init__(self, options):
-        import jieba
+    Made only for a Chinese build: importing Sphinx's Chinese search imports
+    jieba, a third of a second every English build would pay for nothing.
+    """
+    from sphinx.search.zh import SearchChinese
 
-        jieba.setLogLevel(logging.WARNING)  # its dictionary's loading is no news
-        super().__init__(options)
+    class SearchChineseFixed(SearchChinese):
+        """Chinese search whose JavaScript side works with Sphinx 9.0.4."""
 
-    # Latin words are stemmed with the English stemmer; Sphinx 9.0.4 derives
-    # the stemmer's JavaScript class name from language_name, so it must name
-    # the class english-stemmer.js defines.
-    language_name = "English"
-    js_splitter_code = SPLIT_QUERY_JS
+        def __init__(self, options):
+            import jieba
+
+            jieba.setLogLevel(logging.WARNING)  # its dictionary's loading is no news
+            # Sphinx loads jieba's own dictionary again as a "user dictionary"
+            # (3 s, on every build, even one that indexes nothing); jieba loads
+            # that same dictionary by itself, from a cache, the first time it cuts
+            # a sentence.
+            super().__init__({"dict": "", **options})
+
+        # Latin words are stemmed with the English stemmer; Sphinx 9.0.4 derives
+        # the stemmer's JavaScript class name from language_name, so it must name
+        # the class english-stemmer.js defines.
+        language_name = "English"
+        js_splitter_code = SPLIT_QUERY_JS
+
+    return SearchChineseFixed
 
 
 # -- Links between the editions -----------------------------------------------
@@ -222,7 +235,13 @@ def thumbnail_translations(app, docnames):
         if not messages:
             continue
         english = source.read_text(encoding="utf-8")
-        translated, _missing = translation.translate_script(english, messages)
+        # The translated download, written before the build reads anything
+        # (translated_downloads), holds exactly this translation.
+        written = Path(app.srcdir) / f"tutorials_{language}" / source.name
+        if written.is_file():
+            translated = written.read_text(encoding="utf-8")
+        else:
+            translated, _missing = translation.translate_script(english, messages)
         for before, after in zip(
             intro_and_title(english, source.name),
             intro_and_title(translated, source.name),
@@ -392,7 +411,8 @@ def register_catalog(app, config):
 
 
 def setup(app):
-    app.add_search_language(SearchChineseFixed)
+    if (app.config.language or "").startswith("zh"):
+        app.add_search_language(chinese_search())
     app.connect("config-inited", register_catalog)
     app.connect("html-page-context", add_edition_links)
     app.connect("doctree-read", note_translated_output, priority=600)

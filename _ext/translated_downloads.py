@@ -13,6 +13,7 @@ The translation itself, strings in and strings out, is
 ``pagelib.translation``.
 """
 
+import hashlib
 from pathlib import Path
 
 import notebooks
@@ -47,11 +48,25 @@ def make_downloads(app):
     scripts, notebook_files = [], []
     for docname, (source, folder) in gallery.examples(gallery_conf, app.srcdir).items():
         translations = translation.catalog(app.srcdir, language, docname)
-        text, _ = translation.translate_script(
-            source.read_text(encoding="utf-8"), translations
-        )
         script = target / source.name
-        _write(script, text)
+        english = source.read_text(encoding="utf-8")
+        # Translate again only when the script, its catalog or the
+        # translation code changed since the last build.
+        key = hashlib.sha256(english.encode())
+        for path in (
+            Path(translation.__file__),
+            Path(app.srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po",
+        ):
+            key.update(path.read_bytes() if path.is_file() else b"-")
+        stamp = script.with_name(script.name + ".inputs")
+        if not (
+            script.is_file()
+            and stamp.is_file()
+            and stamp.read_text().strip() == key.hexdigest()
+        ):
+            text, _ = translation.translate_script(english, translations)
+            _write(script, text)
+            stamp.write_text(key.hexdigest() + "\n")
         notebook_file = script.with_suffix(".ipynb")
         try:
             notebooks.write_if_outdated(

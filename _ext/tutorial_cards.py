@@ -21,7 +21,7 @@ from sphinx.locale import get_translation
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from pagelib import records
+from pagelib import gallery, records
 from pagelib.contract import read_script
 from pagelib.course import COURSE, CourseOrder
 
@@ -135,7 +135,16 @@ class TutorialCards(SphinxDirective):
 
 
 def reread_card_documents(app, env, added, changed, removed):
-    """Read the documents with cards on every build: scripts come and go."""
+    """Read the documents with cards again when a script came or went.
+
+    A card document depends on every script, record and thumbnail it shows
+    (``note_dependency``), so an edit re-reads it anyway; only a new script
+    is news it cannot depend on yet.
+    """
+    pages = sorted(gallery.examples(app.config.sphinx_gallery_conf, app.srcdir))
+    if getattr(env, "tutorial_cards_pages", None) == pages:
+        return []
+    env.tutorial_cards_pages = pages
     return sorted(getattr(env, "tutorial_cards_docs", set()) - removed)
 
 

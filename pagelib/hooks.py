@@ -15,6 +15,8 @@ namespace of its own. The standalone runs of the tests
 another page left behind.
 """
 
+import contextlib
+import io
 import logging
 import sys
 
@@ -25,14 +27,33 @@ __all__ = ["CourseOrder", "record_execution", "reset_torch"]
 
 
 def reset_torch(gallery_conf, fname):
-    # torch.utils.cpp_extension logs "No CUDA runtime is found" whenever nvcc is
-    # installed on a machine without a GPU, as on our build machines, as soon
-    # as a page imports it. It says nothing about the page, so keep it out of
-    # the rendered output; set before torch is imported, it holds from the start.
-    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+    quietly_import_cpp_extension()
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.compiler.reset()
+
+
+def quietly_import_cpp_extension():
+    """Import ``torch.utils.cpp_extension`` once, without its CUDA notice.
+
+    Where CUDA's compiler is installed but no GPU is visible (our build
+    machines), importing it logs "No CUDA runtime is found" (PyTorch 2.7
+    prints it). Inductor imports it as soon as a page compiles, so the notice
+    would land in whichever page does so first in a worker, saying nothing
+    about that page. Importing it here, before the page runs, keeps it out; a
+    page that teaches the notice (choosing_a_mechanism) sees the module
+    already imported, as in any process where something imported it first.
+    """
+    if "torch.utils.cpp_extension" in sys.modules:
+        return
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            import torch.utils.cpp_extension  # noqa: F401
+    finally:
+        logger.setLevel(level)
 
 
 def record_execution(gallery_conf, fname):
