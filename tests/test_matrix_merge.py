@@ -206,3 +206,26 @@ def test_a_conflicting_pair_of_shards_is_refused(project, tmp_path):
         in merging.stderr
     )
     assert read(into) == before
+
+
+def test_the_gpu_lane_fails_pages_that_did_not_run_on_cuda(project, tmp_path):
+    # The tiny pages print devices ['cpu']: under --require-cuda they fail,
+    # here because torch sees no GPU, on a GPU machine because their devices
+    # line lacks cuda.
+    folder = tmp_path / "gpu-shard"
+    process = matrix_py(
+        project,
+        "run",
+        "--release",
+        PINNED,
+        "--records",
+        str(folder),
+        "--require-cuda",
+        "--strict",
+    )
+    assert process.returncode == 1, process.stdout[-3000:] + process.stderr[-3000:]
+    records = read(folder)
+    assert sorted(records) == ["shard_a", "shard_b"]
+    for by_release in records.values():
+        assert by_release[PINNED]["result"] == "fail"
+        assert by_release[PINNED]["error"].startswith("--require-cuda: ")
