@@ -111,7 +111,7 @@ bench: venv
 LINT_REQUIREMENTS := tools/lint-requirements.txt
 LINT_HASH := $(shell sha256sum < $(LINT_REQUIREMENTS) | cut -c1-16)
 LINT_VENV ?= $(CACHE_HOME)/pytorch-custom-ops-site/lint-py$(PYTHON_VERSION)-$(LINT_HASH)
-WORKFLOWS := $(wildcard .github/workflows/*.yml)
+WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 
 lint-venv:
 	@$(PYTHON) tools/envs.py tools --venv $(LINT_VENV) --requirements $(LINT_REQUIREMENTS)
