@@ -5,6 +5,7 @@
 #                      unit tests, catalogs, and a build that runs no example
 #   make test          run the whole test suite (lint, examples, build, notebooks)
 #   make matrix        run every page under every PyTorch release of the matrix
+#   make workflows-lint  validate and audit .github/workflows (part of check)
 #   make bench         measure build times and page weights (_build/bench.json)
 #
 # The first run creates a virtual environment from the pinned requirements in a
@@ -55,7 +56,7 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 		echo "$(1): nothing it is built from changed; kept as it is"; \
 	else touch $$stamp.new && $(TRANSLATED) && mv $$stamp.new $$stamp; fi
 
-.PHONY: html html-noplot check unit test lint format clean venv bench matrix matrix-table catalogs prune-envs
+.PHONY: html html-noplot check unit test lint format clean venv bench matrix matrix-table catalogs prune-envs workflows-lint lint-venv
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -67,7 +68,7 @@ html-noplot: venv
 
 # The fast lane: what to run after every edit. Nothing here runs a page; a
 # stale version record, a broken reference or an untranslated message fails it.
-check: lint unit
+check: lint workflows-lint unit
 	$(BIN)/python tools/catalogs.py check
 	$(MAKE) --no-print-directory html-noplot
 
@@ -89,13 +90,16 @@ $(AXE):
 	@command -v npm >/dev/null || { echo "error: npm is needed to install axe-core for the accessibility tests" >&2; exit 2; }
 	npm install --silent --no-audit --no-fund --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
 
-test: lint $(AXE)
+test: lint workflows-lint $(AXE)
 	AXE_CORE=$(AXE) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Every page under every release of versions/matrix.toml, records in
-# versions/records/. Narrow it with PAGES="a b" and RELEASES="2.7.1 2.15.0".
+# versions/records/. Narrow it with PAGES="a b" and RELEASES="2.7.1 2.15.0";
+# RECORDS=dir writes the records there instead (one shard of the workflow);
+# REQUIRE_CUDA=1 fails every page that did not run on CUDA (the GPU lane);
+# STRICT=1 exits non-zero when a page fails.
 matrix: venv
-	$(BIN)/python tools/matrix.py run $(if $(PROBE),--probe) $(foreach p,$(PAGES),--page $(p)) $(foreach r,$(RELEASES),--release $(r))
+	$(BIN)/python tools/matrix.py run $(if $(PROBE),--probe) $(foreach p,$(PAGES),--page $(p)) $(foreach r,$(RELEASES),--release $(r)) $(if $(RECORDS),--records $(RECORDS)) $(if $(filter 1 yes true,$(REQUIRE_CUDA)),--require-cuda) $(if $(filter 1 yes true,$(STRICT)),--strict)
 
 matrix-table: venv
 	$(BIN)/python tools/matrix.py table
@@ -108,6 +112,23 @@ prune-envs:
 # page's weight, measured in a scratch copy: _build/bench.json and a table.
 bench: venv
 	$(BIN)/python tools/bench_build.py --venv $(VENV)
+
+# The workflow linters, pinned in tools/lint-requirements.txt and installed
+# into an environment of their own (keyed by that file's hash, like the
+# site's), so that they never change the site environment: check-jsonschema
+# validates every workflow against the GitHub-workflow schema it ships, and
+# zizmor audits them offline, failing on any finding of medium severity or more.
+LINT_REQUIREMENTS := tools/lint-requirements.txt
+LINT_HASH := $(shell sha256sum < $(LINT_REQUIREMENTS) | cut -c1-16)
+LINT_VENV ?= $(CACHE_HOME)/pytorch-custom-ops-site/lint-py$(PYTHON_VERSION)-$(LINT_HASH)
+WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
+
+lint-venv:
+	@$(PYTHON) tools/envs.py tools --venv $(LINT_VENV) --requirements $(LINT_REQUIREMENTS)
+
+workflows-lint: lint-venv
+	$(LINT_VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
+	$(LINT_VENV)/bin/zizmor --offline --min-severity medium --no-progress .github/workflows
 
 lint: venv
 	$(BIN)/ruff check .

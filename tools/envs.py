@@ -21,6 +21,13 @@ install fails, whether the package registry could be reached at all.
 
     python tools/envs.py site --venv DIR             the site's environment
     python tools/envs.py matrix [RELEASE ...]        the version matrix's
+    python tools/envs.py releases [--json] [RELEASE ...]
+                                                     the matrix's releases, one
+                                                     a line or as a JSON list
+                                                     (the workflows' fan-out)
+    python tools/envs.py tools --venv DIR --requirements FILE
+                                                     a small environment of
+                                                     tools (the workflow linters)
     python tools/envs.py check-python                is this interpreter supported?
     python tools/envs.py prune --keep-venv DIR       delete environments this
                                                      checkout no longer uses
@@ -340,6 +347,24 @@ def matrix(selected):
         print(venv)
 
 
+def release_names(selected=()):
+    """The versions of every release the matrix runs, oldest first (the one
+    below the supported ones included), or of those ``selected``."""
+    names = [release["torch"] for release in all_releases()]
+    unknown = set(selected) - set(names)
+    if unknown:
+        stop(f"not in {MATRIX_FILE.name}: {', '.join(sorted(unknown))}")
+    return [name for name in names if not selected or name in selected]
+
+
+def tools(venv, requirements_file):
+    """An environment holding exactly the pinned tools of ``requirements_file``
+    (``tools/lint-requirements.txt``): a separate one, so that the linters'
+    pins never change the site environment's hash."""
+    text = Path(requirements_file).read_text()
+    ensure(venv, text, ["-r", str(requirements_file)], Path(requirements_file).name)
+
+
 def prune(keep_venv):
     """Delete the matrix's environments for other requirements, and old site
     environments, then let uv drop what no environment links to any more."""
@@ -363,6 +388,12 @@ def main():
     site_parser.add_argument("--venv", required=True, type=Path)
     matrix_parser = sub.add_parser("matrix")
     matrix_parser.add_argument("releases", nargs="*")
+    releases_parser = sub.add_parser("releases")
+    releases_parser.add_argument("--json", action="store_true")
+    releases_parser.add_argument("releases", nargs="*")
+    tools_parser = sub.add_parser("tools")
+    tools_parser.add_argument("--venv", required=True, type=Path)
+    tools_parser.add_argument("--requirements", required=True, type=Path)
     sub.add_parser("check-python")
     prune_parser = sub.add_parser("prune")
     prune_parser.add_argument("--keep-venv", required=True, type=Path)
@@ -371,6 +402,11 @@ def main():
         site(args.venv)
     elif args.command == "matrix":
         matrix(args.releases)
+    elif args.command == "releases":
+        names = release_names(args.releases)
+        print(json.dumps(names) if args.json else "\n".join(names))
+    elif args.command == "tools":
+        tools(args.venv, args.requirements)
     elif args.command == "prune":
         prune(args.keep_venv)
     else:

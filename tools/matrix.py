@@ -20,12 +20,28 @@ to show each page's floor and the releases it was verified on, and refuse
 records that no longer match a page's source.
 
     python tools/matrix.py run [--release R ...] [--page NAME ...] [--probe]
+                               [--records DIR] [--require-cuda] [--strict]
+    python tools/matrix.py merge [--into DIR] SHARD_DIR ...
+                                        combine shards' records (CI)
     python tools/matrix.py table        the matrix as a Markdown table
     python tools/matrix.py stale        list records that no longer match
     python tools/matrix.py rekey        one-off: key records by code digest
 
 It runs with the site's environment (``make matrix``): the code digest uses
-Sphinx-Gallery's own parser.
+Sphinx-Gallery's own parser. (``pagelib.contract`` is imported where it is
+used, so that ``merge`` needs the standard library only: the workflow's merge
+job has no site environment.)
+
+``--records DIR`` writes the records into DIR instead of ``versions/records``:
+one shard of the matrix workflow (``.github/workflows/matrix.yml``) runs one
+release into an empty folder, and ``merge`` combines the shards' folders into
+``versions/records``. Two shards that recorded the same page, release and code
+with different results conflict: ``merge`` names each such pair and writes
+nothing.
+
+``--require-cuda`` is the GPU lane's: a page that passed but whose devices line
+lacks ``cuda``, or any page of a release whose torch sees no CUDA device, is
+recorded as ``fail``.
 
 ``--probe`` runs the pages with their floor check disabled, to find out how far
 back a page really goes; it prints the table and writes no records.
@@ -48,7 +64,6 @@ import envs
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pagelib import contract  # noqa: E402
 
 RECORDS = REPO / "versions" / "records"
 EXAMPLES = REPO / "advanced"
@@ -104,6 +119,8 @@ def first_error_line(stderr):
 
 
 def classify(returncode, stdout, stderr, timed_out):
+    from pagelib import contract
+
     if timed_out:
         return "fail", "timed out"
     if returncode == 0:
@@ -115,6 +132,8 @@ def classify(returncode, stdout, stderr, timed_out):
 
 
 def run_page(venv, release, page, timeout, probe):
+    from pagelib import contract
+
     source = EXAMPLES / f"{page}.py"
     text = source.read_text(encoding="utf-8")
     caches = envs.cache_home() / "matrix" / f"caches-{release['torch']}"
@@ -167,6 +186,54 @@ def run_page(venv, release, page, timeout, probe):
     }
 
 
+def cuda_available(venv):
+    """Whether the torch of ``venv`` sees a CUDA device."""
+    process = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", CUDA_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    return process.returncode == 0 and process.stdout.strip() == "True"
+
+
+CUDA_PROBE = "import torch; print(torch.cuda.is_available())"
+
+
+def require_cuda(record, cuda):
+    """The GPU lane's verdict on a record: a pass that did not run on CUDA
+    (``cuda``: whether torch saw a device) is a failure. A failure stays one,
+    and so does a stop below the floor (it printed no devices line)."""
+    if record["result"] != "pass":
+        return record
+    if not cuda:
+        error = "--require-cuda: torch.cuda.is_available() is False"
+    elif "cuda" not in (record.get("devices") or []):
+        error = (
+            f"--require-cuda: the devices line says {record.get('devices')}, "
+            "without cuda"
+        )
+    else:
+        return record
+    return {**record, "result": "fail", "error": error}
+
+
+def not_run(release, page, error):
+    """The record of a page that was not run, with why."""
+    from pagelib import contract
+
+    return {
+        "code_digest": contract.code_digest(EXAMPLES / f"{page}.py"),
+        "result": "fail",
+        "error": error,
+        "seconds": 0.0,
+        "torch": release["torch"],
+        "devices": None,
+        "ran_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
 def run(args):
     releases = envs.all_releases()
     if args.release:
@@ -196,6 +263,15 @@ def run(args):
             missing[release["torch"]] = str(exit_.code or "failed")
             print(f"matrix: torch {release['torch']} could not be installed")
 
+    # The GPU lane: a release whose torch sees no GPU runs no page; each is
+    # recorded as failed, with why.
+    cuda = {}
+    if args.require_cuda:
+        for release, venv in ready:
+            cuda[release["torch"]] = cuda_available(venv)
+            if not cuda[release["torch"]]:
+                print(f"matrix: torch {release['torch']} sees no CUDA device")
+
     lock = threading.Lock()
     results = {}
     jobs = [(release, venv, page) for release, venv in ready for page in chosen]
@@ -207,7 +283,12 @@ def run(args):
 
     def work(job):
         release, venv, page = job
-        record = run_page(venv, release, page, args.timeout, args.probe)
+        if args.require_cuda and not cuda[release["torch"]]:
+            record = not_run(release, page, "--require-cuda: no CUDA device")
+        else:
+            record = run_page(venv, release, page, args.timeout, args.probe)
+        if args.require_cuda:
+            record = require_cuda(record, cuda[release["torch"]])
         with lock:
             results[page, release["torch"]] = record
             mark = {"pass": "ok", "below-floor": "stop", "fail": "FAIL"}[
@@ -220,7 +301,7 @@ def run(args):
                 flush=True,
             )
             if not args.probe:
-                save_record(page, release["torch"], record)
+                save_record(page, release["torch"], record, args.records)
 
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(work, jobs))
@@ -235,7 +316,82 @@ def run(args):
     return 1 if missing else 0 if not args.strict or not failed else 1
 
 
+# -- Shards ----------------------------------------------------------------------
+
+
+class Conflict(Exception):
+    """Two shards recorded the same page, release and code with different
+    results."""
+
+
+def merge_records(shards):
+    """One {page: {release: record}} from several, given as (name, records).
+
+    A (page, release) that more than one shard recorded keeps the record that
+    ran last (``ran_at``); but two records of the same code (``code_digest``)
+    with different ``result`` conflict: the run cannot say which is true.
+    Every conflict is collected, then ``Conflict`` names them all.
+    """
+    merged, origin, conflicts = {}, {}, []
+    for name, records in shards:
+        for page, by_release in sorted(records.items()):
+            for release, record in by_release.items():
+                held = merged.get(page, {}).get(release)
+                if held is not None:
+                    same_code = held.get("code_digest") == record.get("code_digest")
+                    if same_code and held["result"] != record["result"]:
+                        digest = record.get("code_digest")
+                        conflicts.append(
+                            f"{page}, torch {release}, code {digest}:"
+                            f" {held['result']} in {origin[page, release]}"
+                            f" but {record['result']} in {name}"
+                        )
+                        continue
+                    if record.get("ran_at", "") < held.get("ran_at", ""):
+                        continue
+                merged.setdefault(page, {})[release] = record
+                origin[page, release] = name
+    if conflicts:
+        raise Conflict(
+            f"{len(conflicts)} conflicting record(s), nothing merged:\n  "
+            + "\n  ".join(conflicts)
+        )
+    return merged
+
+
+def merge(args):
+    """Merge the shards' records into ``args.into`` (``versions/records``).
+
+    The shards must agree with each other (``merge_records``); what they
+    recorded replaces what the folder held for the same page and release, as
+    a run of ``make matrix`` would.
+    """
+    shards = []
+    for folder in args.shards:
+        if not Path(folder).is_dir():
+            sys.exit(f"merge: {folder} is not a folder of records")
+        shards.append((str(folder), load_records(folder)))
+    try:
+        merged = merge_records(shards)
+    except Conflict as conflict:
+        print(f"merge: {conflict}", file=sys.stderr)
+        return 1
+    before = load_records(args.into)
+    count = 0
+    for page, by_release in merged.items():
+        for release, record in by_release.items():
+            old = before.get(page, {}).get(release)
+            if old is not None and old.get("result") != record["result"]:
+                print(f"{page} torch {release}: {old['result']} -> {record['result']}")
+            save_record(page, release, record, args.into)
+            count += 1
+    print(f"merge: {count} records from {len(shards)} shard(s) into {args.into}")
+    return 0
+
+
 def table(records, releases=None):
+    from pagelib import contract
+
     releases = releases or [r["torch"] for r in envs.all_releases()]
     marks = {"pass": "✓", "fail": "✗", "below-floor": "–"}
     head = "| page | floor | " + " | ".join(releases) + " |"
@@ -268,6 +424,8 @@ def table(records, releases=None):
 
 
 def stale(args):
+    from pagelib import contract
+
     records = load_records()
     problems = []
     for page in pages():
@@ -290,6 +448,8 @@ def rekey(args):
     version of the page stays as it is, stale, until ``make matrix`` re-runs it.
     """
     import hashlib
+
+    from pagelib import contract
 
     changed = 0
     for page, by_release in load_records().items():
@@ -317,14 +477,30 @@ def main():
     run_parser.add_argument("--timeout", type=int, default=900)
     run_parser.add_argument("--probe", action="store_true")
     run_parser.add_argument(
+        "--records",
+        type=Path,
+        default=RECORDS,
+        help="write the records into this folder (default: versions/records)",
+    )
+    run_parser.add_argument(
+        "--require-cuda",
+        action="store_true",
+        help="record a page as failed unless it ran on CUDA (the GPU lane)",
+    )
+    run_parser.add_argument(
         "--strict", action="store_true", help="exit non-zero when a page fails"
     )
+    merge_parser = sub.add_parser("merge")
+    merge_parser.add_argument("shards", nargs="+", type=Path)
+    merge_parser.add_argument("--into", type=Path, default=RECORDS)
     sub.add_parser("table")
     sub.add_parser("stale")
     sub.add_parser("rekey")
     args = parser.parse_args()
     if args.command == "run":
         sys.exit(run(args))
+    if args.command == "merge":
+        sys.exit(merge(args))
     if args.command == "table":
         print(table(load_records()))
     elif args.command == "rekey":
