@@ -425,10 +425,10 @@ def failure(error):
 # 5. **torch.export**, in non-strict mode (``strict=False``), which runs the
 #    Python code with fake tensors instead of tracing it with Dynamo.
 # 6. **AOTInductor**, for what exported: compile the program to a package
-#    with ``torch._inductor.aoti_compile_and_package``, then run it in this
-#    process and in a fresh one that never defined our operators. Both
-#    functions live in a private module; they are AOTInductor's documented
-#    entry points.
+#    with ``torch._inductor.aoti_compile_and_package``, then load it with
+#    ``torch._inductor.aoti_load_package`` and run it in this process and in
+#    a fresh one that never defined our operators. Both functions live in a
+#    private module; they are AOTInductor's documented entry points.
 
 sample = torch.tensor([-8.0, -1.5, 0.3, 2.0, 27.0], dtype=torch.float64)
 package_dir = Path(tempfile.mkdtemp(prefix="mechanisms-"))

@@ -523,8 +523,8 @@ for call in (
 assert rules[0] == rules[1]
 
 # %%
-# Both state one rule, no output may be or share memory with an input, which
-# the compiler relies on to reuse buffers; the fix is to pay for a copy.
+# Both state one rule: no output may be or share memory with an input, which
+# the compiler relies on to reuse buffers. The fix is to pay for a copy.
 # (``all()`` is also true for an empty tensor, where ``x.abs().max()`` would
 # raise.)
 

@@ -639,7 +639,8 @@ print(f"compiled and eager gradients agree on {devices}")
 
 # %%
 # The figure follows one row of ``randn`` input through both crops: the 8-bit
-# crop only returns values in [0, 1], while ``crop_exact`` lies on slicing.
+# crop only returns values in [0, 1], while ``crop_exact`` matches slicing
+# exactly.
 
 pic = torch.randn(3, 64, 64, dtype=torch.float64)
 reference = pic[:, box[1] : box[3], box[0] : box[2]]

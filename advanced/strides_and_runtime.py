@@ -464,7 +464,7 @@ plt.show()
 # 2.8 and later) says so: Inductor then runs the operator eagerly, either by
 # splitting the graph around it and recording the pieces (with graph
 # partitioning, on by default since 2.9) or by not recording that graph at
-# all. The code below checks both release dates.
+# all. The code below checks both releases.
 #
 # ``add_step`` adds a number kept in a Python dictionary, read when the
 # kernel runs: a host-side value that a recording would freeze. We define it

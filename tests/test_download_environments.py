@@ -35,8 +35,9 @@ from conftest import REPO, in_ci, run
 sys.path.insert(0, str(REPO / "_ext"))
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
-import matrix  # noqa: E402
 import notebooks  # noqa: E402
+
+from pagelib import contract  # noqa: E402
 
 PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
 # Left out of the constraints: a plain venv keeps the setuptools and pip it
@@ -94,7 +95,9 @@ def release_key(version):
 def oldest_release_for_both_pages():
     """The oldest release of the matrix that both pages support."""
     floor = max(
-        matrix.declared_floor((REPO / "advanced" / f"{page}.py").read_text())
+        release_key(
+            contract.declared_floors((REPO / "advanced" / f"{page}.py").read_text())[0]
+        )
         for page in PAGES
     )
     return next(r["torch"] for r in envs.releases() if release_key(r["torch"]) >= floor)

@@ -21,7 +21,8 @@ from conftest import GALLERY_DIR, REPO, printed, run
 
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
-import matrix  # noqa: E402
+
+from pagelib import contract  # noqa: E402
 
 PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
 PINNED = envs.releases()[-1]["torch"]
@@ -62,7 +63,8 @@ def the_wheel(cache, label):
 
 def floor_of(page):
     text = (REPO / "advanced" / f"{page}.py").read_text()
-    return matrix.declared_floor(text)
+    major, minor = contract.declared_floors(text)[0].split(".")
+    return int(major), int(minor)
 
 
 def matrix_python(release, install=False):

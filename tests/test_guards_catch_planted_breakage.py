@@ -104,8 +104,8 @@ def stamp_the_installed_torch(project):
 def misnumber_the_cards(project):
     replace_once(
         project / "_ext" / "tutorial_cards.py",
-        'format(step=step, version=version)',
-        'format(step=step + 1, version=version)',
+        "format(step=step, version=version)",
+        "format(step=step + 1, version=version)",
     )
 
 

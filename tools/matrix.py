@@ -41,7 +41,8 @@ nothing.
 
 ``--require-cuda`` is the GPU lane's: a page that passed but whose devices line
 lacks ``cuda``, or any page of a release whose torch sees no CUDA device, is
-recorded as ``fail``.
+recorded as ``fail``, except the pages ``[pages] cpu_only`` in
+``versions/matrix.toml`` names (pages with no CUDA path by design).
 
 ``--probe`` runs the pages with their floor check disabled, to find out how far
 back a page really goes; it prints the table and writes no records.
@@ -284,10 +285,13 @@ def run(args):
     def work(job):
         release, venv, page = job
         if args.require_cuda and not cuda[release["torch"]]:
+            # No page may pass on a GPU lane without a GPU, CPU-only or not.
             record = not_run(release, page, "--require-cuda: no CUDA device")
         else:
             record = run_page(venv, release, page, args.timeout, args.probe)
-        if args.require_cuda:
+        if args.require_cuda and page not in envs.load_matrix()["pages"].get(
+            "cpu_only", []
+        ):
             record = require_cuda(record, cuda[release["torch"]])
         with lock:
             results[page, release["torch"]] = record
