@@ -295,8 +295,8 @@ def dumps(notebook):
 def inputs_digest(app, source, folder, text_source=None):
     """A digest of everything a page's notebook is made from.
 
-    The page and its records, its last run, the titles its links show (every
-    page's source and catalog), the catalogs of its language, and this code.
+    The page and its records, its last run, the titles its links show (in the
+    build's language), our strings' catalog, and this code.
     A notebook whose digest has not changed is not made again, which keeps a
     build with nothing to do fast.
     """
@@ -305,19 +305,24 @@ def inputs_digest(app, source, folder, text_source=None):
     files = [
         Path(__file__),
         Path(notebook_markdown.__file__),
+        Path(verified_stamp.__file__),
         source,
         srcdir / records.RECORDS / f"{source.stem}.json",
         srcdir / records.MATRIX,
         run_record.path_for(source, folder),
         Path(folder) / f"{source.name}.md5",
-        *sorted(source.parent.glob("*.py")),
-        *sorted(srcdir.glob("*.rst")),
+        Path(__file__).parent
+        / "locale"
+        / str(app.config.language)
+        / "LC_MESSAGES"
+        / "site.po",
     ]
     if text_source is not None:
         files.append(Path(text_source))
-    if app.config.language and app.config.language != "en":
-        files += sorted((srcdir / "locale" / app.config.language).rglob("*.po"))
-    digest = hashlib.sha256(f"{app.config.html_baseurl}\0".encode())
+    # The titles the notebook's links show, in the build's language: another
+    # page's edit changes this notebook only if it renames that page.
+    titles = json.dumps(sorted(page_titles(app).items()), ensure_ascii=False)
+    digest = hashlib.sha256(f"{app.config.html_baseurl}\0{titles}\0".encode())
     for path in files:
         digest.update(str(path).encode() + b"\0")
         digest.update(path.read_bytes() if path.is_file() else b"-")
