@@ -9,7 +9,7 @@ environments that already exist for the two releases, and creates none: the
 scratch project's matrix.toml names them exactly as versions/matrix.toml does,
 so their requirements, and so their folders, are the same.
 
-The pure merge logic is tested in tests/unit/test_matrix_merge.py.
+The pure merge logic is tested in tests/unit/test_records_merge.py.
 """
 
 import json
