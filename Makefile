@@ -54,7 +54,8 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	if [ -f $$stamp ] && [ -z "$$(find $(EDITION_INPUTS) -type f ! -name '*.pyc' ! -name '*.mo' \
 		-newer $$stamp -print -quit 2>/dev/null)" ]; then \
 		echo "$(1): nothing it is built from changed; kept as it is"; \
-	else touch $$stamp.new && $(TRANSLATED) && mv $$stamp.new $$stamp; fi
+	else mkdir -p $(BUILDDIR)/html/$(1) && touch $$stamp.new && $(TRANSLATED) \
+		&& mv $$stamp.new $$stamp; fi
 
 .PHONY: html html-noplot check unit test lint format clean venv bench matrix matrix-table catalogs prune-envs workflows-lint lint-venv
 
