@@ -350,7 +350,7 @@ print(f"soft_clip, swish and soft_sign match PyTorch on {devices}")
 # A tiny model: a linear layer, ``soft_clip``, our C++ operator smoothing
 # along the features, then ``swish``. Its batch size varies in production, so
 # we say so when exporting: a ``torch.export.Dim`` names the first dimension
-# of ``x`` as dynamic. Without it, ``torch.export`` specialises the program
+# of ``x`` as dynamic. Without it, ``torch.export`` specializes the program
 # to the example's shape, and the package too (we will see what that costs).
 
 
@@ -744,7 +744,7 @@ assert [status == 0 for *_, status in rows] == [True, True, True, False]
 # -------------------------------------
 #
 # What if we had exported without ``dynamic_shapes``? The program is then
-# specialised to 8 rows, and so is the package. We give that package 16 rows:
+# specialized to 8 rows, and so is the package. We give that package 16 rows:
 
 exported_fixed = torch.export.export(model, (example,))
 fixed_package = compile_package(exported_fixed, "smoother-fixed", traced_sources)

@@ -511,7 +511,7 @@ for previous, node in itertools.pairwise(effect_calls):
 # :ref:`sphx_glr_tutorials_custom_op_side_effects.py` shows what happens to
 # an operator whose side effect PyTorch cannot see, and how to declare it.
 
-#
+# %%
 # A Python object instead of a C++ class
 # --------------------------------------
 #
