@@ -61,7 +61,7 @@ code (Dynamo, AOTAutograd, nobody) and therefore in what works afterwards.
 # Every measurement runs on the CPU; on a CUDA machine (which then needs
 # Triton), one more section runs a Triton kernel on the GPU. On a machine
 # with CUDA's compiler but no GPU, the setup keeps a harmless notice of
-# ``torch.utils.cpp_extension`` ("No CUDA runtime is found") out of the
+# ``torch.utils.cpp_extension`` (``No CUDA runtime is found``) out of the
 # output and says so.
 
 import sys
@@ -727,8 +727,8 @@ assert allowed["inductor"] != "matches"
 # body but runs it on fake tensors, and AOTAutograd traces it. With opaque
 # code inside, that fake run fails. On PyTorch 2.7 and 2.8 the failure stops
 # compilation, as for ``allow_in_graph``. From 2.9 Dynamo turns it into a
-# graph break, whose reason reads "Unsupported output type for
-# nonstrict_trace-ed function", and then traces into the function as if it
+# graph break, whose reason reads ``Unsupported output type for
+# nonstrict_trace-ed function``, and then traces into the function as if it
 # were not marked: the plain call's graphs come back. Either way there is no
 # single graph.
 

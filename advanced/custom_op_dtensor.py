@@ -547,7 +547,7 @@ assert ("Sharding propagation failed" in chain) == (RELEASE >= (2, 9))
 
 # %%
 # The error names what is missing, the fake kernel; from PyTorch 2.9
-# DTensor adds a "Sharding propagation failed" line that names the operator
+# DTensor adds a ``Sharding propagation failed`` line that names the operator
 # and the input placements. The fix is a ``register_fake``, as for the other
 # two operators.
 #

@@ -62,8 +62,8 @@ so the signature you give the Python function is the contract.
 # ----------
 #
 # Where CUDA's compiler is installed on a machine without a GPU, the setup
-# also keeps a harmless notice of ``torch.utils.cpp_extension`` ("No CUDA
-# runtime is found") out of the output, and prints one line saying so.
+# also keeps a harmless notice of ``torch.utils.cpp_extension`` (``No CUDA
+# runtime is found``) out of the output, and prints one line saying so.
 
 import sys
 

@@ -61,8 +61,8 @@ has. This page measures that freedom on the running release.
 # ----------
 #
 # Where CUDA's compiler is installed on a machine without a GPU, the setup
-# also keeps a harmless notice of ``torch.utils.cpp_extension`` ("No CUDA
-# runtime is found") out of the output, and prints one line saying so.
+# also keeps a harmless notice of ``torch.utils.cpp_extension`` (``No CUDA
+# runtime is found``) out of the output, and prints one line saying so.
 
 import sys
 

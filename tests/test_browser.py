@@ -33,6 +33,7 @@ from conftest import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
 sys.path.insert(0, str(REPO / "_ext"))
 from pagelib import records as version_records  # noqa: E402
+from pagelib import translation  # noqa: E402
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -373,54 +374,12 @@ PROSE_JS = """() => {
     return {texts: texts.map((t) => t.trim()).filter(Boolean), attributes};
 }"""
 
-# Names that stay in Latin letters in Chinese prose: products, projects,
-# people's tools and API names. Identifiers (torch.compile, custom_op, CUDA,
-# PyTorch: dotted, underscored, all capitals or with a capital inside) are
-# recognised as names without being listed.
-PROPER_NAMES = {
-    "Triton", "Python", "Jupyter", "Sphinx", "Gallery", "Theme", "Pillow",
-    "Matplotlib", "NumPy", "Inductor", "Dynamo", "AOTAutograd", "Linux",
-    "Windows", "Google", "Colab", "Ctrl", "Chromium", "Intel", "Apple",
-    "Copyright", "English", "Markdown", "GitHub", "Playwright", "Bash",
-}  # fmt: skip
-# A Latin word, or an identifier with dots, colons or underscores inside.
-LATIN_TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.:'\u2019\-][A-Za-z0-9_]+)*")
-# What may stand between two words of one English phrase.
-PHRASE_GAP = re.compile(r"[\s,;!?()\"\u201c\u201d\u2018\u2019/\u2013\u2014]*")
-# A word of English prose: lower case or capitalised letters, no digits.
-ENGLISH_WORD = re.compile(r"[A-Za-z][a-z]*(?:['\u2019\-][a-z]+)*")
-# This many English words in a row are a sentence, not a glossed term.
-ENGLISH_RUN = 3
-
-
-def english_phrases(text):
-    """Runs of ENGLISH_RUN or more English words in a row in ``text``."""
-    phrases, run, end = [], [], None
-    for match in LATIN_TOKEN.finditer(text):
-        word = match.group()
-        is_english = (
-            ENGLISH_WORD.fullmatch(word) is not None
-            and word not in PROPER_NAMES
-            and not (len(word) > 1 and word.isupper())
-        )
-        joined = end is not None and PHRASE_GAP.fullmatch(text[end : match.start()])
-        if not (is_english and (joined or not run)):
-            if len(run) >= ENGLISH_RUN:
-                phrases.append(" ".join(run))
-            run = [word] if is_english else []
-        else:
-            run.append(word)
-        end = match.end()
-    if len(run) >= ENGLISH_RUN:
-        phrases.append(" ".join(run))
-    return phrases
-
 
 def english_prose(prose):
     """The English phrases of one page's collected prose, each once."""
     found = []
     for text in [*prose.get("texts", []), *prose.get("attributes", [])]:
-        for phrase in english_phrases(text):
+        for phrase in translation.english_phrases(text):
             if phrase not in found:
                 found.append(phrase)
     return found

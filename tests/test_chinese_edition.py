@@ -61,8 +61,8 @@ def prose_messages(name):
     messages = translation.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
     prose = prose_of((REPO / "advanced" / f"{name}.py").read_text())
     return [
-        (english, translation)
-        for english, translation in messages.items()
+        (english, chinese)
+        for english, chinese in messages.items()
         if translation.message_pattern(english).search(prose)
     ]
 

@@ -57,7 +57,12 @@ def test_page_runs_standalone_on_its_floor_release(
     )
 
 
-BELOW_FLOOR = """import sys
+BELOW_FLOOR = """\"\"\"
+Too new
+=======
+\"\"\"
+
+import sys
 
 import torch
 

@@ -34,6 +34,9 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from pagelib import translation  # noqa: E402
+
 LANGUAGES = ["zh_CN"]
 SITE_CATALOG = "site"
 # Messages that must not be translated through the catalogs.
@@ -158,6 +161,13 @@ def problems_in(path, language):
             found.append(f"{path.relative_to(REPO)}: fuzzy: {shown!r}")
         elif not all(strings):
             found.append(f"{path.relative_to(REPO)}: untranslated: {shown!r}")
+        else:
+            left = [p for s in strings for p in translation.english_in_translation(s)]
+            if left:
+                found.append(
+                    f"{path.relative_to(REPO)}: English left in the translation of "
+                    f"{shown!r}: {'; '.join(left)} (quote program text as ``literal``)"
+                )
     return found
 
 

@@ -246,6 +246,15 @@ def run(args):
     unknown = set(chosen) - set(pages())
     if unknown:
         sys.exit(f"no such page in advanced/: {', '.join(sorted(unknown))}")
+    # A record names its page's code digest: a page Sphinx-Gallery cannot
+    # split into text and code is refused before any environment is made.
+    from pagelib import contract
+
+    for page in chosen:
+        try:
+            contract.code_digest(EXAMPLES / f"{page}.py")
+        except Exception as error:  # Sphinx-Gallery's ExtensionError, a SyntaxError
+            sys.exit(f"advanced/{page}.py: {error}")
 
     # Environments first, one at a time (they share uv's cache); a release
     # that cannot be installed is reported and the others still run.

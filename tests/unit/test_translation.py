@@ -67,3 +67,11 @@ def test_wrap_keeps_reST_escapes_together():
 def test_fix_adornments_widens_over_and_underlines():
     fixed = translation.fix_adornments("===\n中文标题\n===\n")
     assert fixed.split("\n")[:3] == ["=" * 8, "中文标题", "=" * 8]
+
+
+def test_english_left_in_a_translation_is_found_outside_literals():
+    find = translation.english_in_translation
+    assert find("加载器记录它“failed to resolve”该算子") == ["failed to resolve"]
+    assert find("加载器记录它无法解析（``failed to resolve``）该算子") == []
+    assert find("见 :ref:`the page on strides <strides>` 一节") == []
+    assert find("用 PyTorch 的 torch.compile 编译 Triton 内核") == []
