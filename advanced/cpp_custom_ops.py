@@ -151,7 +151,9 @@ torch.testing.assert_close(
 # release: the toolkit ``CUDA_HOME`` names, or pip's ``nvidia-cuda-nvcc``
 # and its siblings, which ``find_cuda_toolkit`` (hidden) looks for.
 # ``cpp_extension`` reads ``CUDA_HOME`` when it is imported, so we set it
-# first (without a GPU, it logs that it found no CUDA runtime: expected).
+# first (without a GPU, it logs that it found no CUDA runtime: expected),
+# and on the module too, in case something in this process imported it
+# earlier and found another toolkit.
 # Without a toolkit the page skips the CUDA kernel, unless a GPU is present:
 # then it is an error.
 
@@ -202,6 +204,9 @@ if cuda_home is not None:
     os.environ["CUDA_HOME"] = str(cuda_home)
 
 from torch.utils import cpp_extension  # noqa: E402  (after CUDA_HOME is set)
+
+if cuda_home is not None:  # imported earlier (another cell)? it kept its own
+    cpp_extension.CUDA_HOME = str(cuda_home)
 
 if not cpp_extension.is_ninja_available():
     sys.exit(
