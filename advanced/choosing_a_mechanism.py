@@ -436,7 +436,8 @@ has_compiler = any(shutil.which(name) for name in ("c++", "g++", "clang++"))
 
 fresh_process_script = """
 import sys, torch
-import torch._inductor.codecache  # PyTorch 2.10's loader uses it unimported
+if torch.__version__.startswith("2.10."):  # its loader needs it imported (#173706)
+    import torch._inductor.codecache
 package = torch._inductor.aoti_load_package(sys.argv[1])
 volume = torch.tensor([-8.0, -1.5, 0.3, 2.0, 27.0], dtype=torch.float64)
 print(package(volume.to(sys.argv[2], getattr(torch, sys.argv[3]))).tolist())
