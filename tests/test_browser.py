@@ -81,6 +81,14 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A tab closed while a file was still being sent is how a browser
+        # works, not a server error; anything else is reported as usual.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="session")
 def served(site):
     """Serve ``_build/html`` on an ephemeral port of 127.0.0.1."""
@@ -89,7 +97,7 @@ def served(site):
             f"no site to browse: the build wrote no index.html\n{site.warnings}"
         )
     handler = functools.partial(QuietHandler, directory=str(site.html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"

@@ -12,16 +12,20 @@ The copies run the suite's own tests with this interpreter, two at a time.
 """
 
 import concurrent.futures
+import json
 import os
 import re
 import shutil
 import sys
 import time
+import tomllib
 import traceback
 from dataclasses import dataclass, field
 
 import pytest
 from conftest import REPO, example_source, make, run, write_records
+
+from pagelib import contract
 
 TINY_PAGE = example_source(
     "A Tiny Page",
@@ -52,8 +56,9 @@ SITE_TESTS = [
 CROP_TESTS = [
     "tests/test_operator_errors.py::test_fake_kernels_reject_bad_input_while_compiling",
 ]
-# The copy's records make the pinned release the page's floor, so this test
-# reads the page's notebook run there (which needs the copy's build).
+# The copy's records (the real matrix's releases, written for the page as it
+# is after planting) make 2.7 its floor, so this test runs it as a script
+# there, on its own, with no build of the copy.
 PERFORMANCE_TESTS = [
     "tests/test_versions.py::test_page_runs_standalone_on_its_floor_release"
     "[custom_op_performance]",
@@ -240,8 +245,36 @@ def scratch_project(folder, kind):
     (folder / "advanced" / f"{name}.py").write_text(source)
     with open(folder / "pagelib" / "course.py", "a") as course:
         course.write(f"\nCOURSE[{name + '.py'!r}] = 'A page made by a test.'\n")
-    write_records(folder, name)
+    if kind != "performance":  # its records are written once it is planted
+        write_records(folder, name)
     return folder
+
+
+def write_matrix_records(project, name):
+    """Records of the real matrix's releases for the page as it now is: it
+    stops on the releases below the supported ones and passes on the others,
+    so its floor is the oldest supported release, as the real page's is."""
+    matrix = REPO / "versions" / "matrix.toml"
+    (project / "versions" / "records").mkdir(parents=True, exist_ok=True)
+    shutil.copy(matrix, project / "versions" / "matrix.toml")
+    releases = tomllib.loads(matrix.read_text())
+    digest = contract.code_digest(project / "advanced" / f"{name}.py")
+    records = {
+        release["torch"]: {
+            "code_digest": digest,
+            "result": result,
+            "error": None,
+            "seconds": 1.0,
+            "torch": release["torch"],
+            "devices": ["cpu"],
+            "ran_at": "2026-01-01T00:00:00+00:00",
+        }
+        for key, result in (("below", "below-floor"), ("releases", "pass"))
+        for release in releases.get(key, [])
+    }
+    (project / "versions" / "records" / f"{name}.json").write_text(
+        json.dumps(records, indent=1) + "\n"
+    )
 
 
 def run_selected(project, tests):
@@ -282,6 +315,8 @@ def outcomes(tmp_path_factory):
             project = scratch_project(root / re.sub(r"\W+", "-", label), kind)
             if planted is not None:
                 planted.plant(project)
+            if kind == "performance":
+                write_matrix_records(project, "custom_op_performance")
             outcome = run_selected(project, tests)
         except Exception:  # noqa: BLE001 - reported by the test of this job
             outcome = (None, set(), traceback.format_exc())
