@@ -91,8 +91,12 @@ $(AXE):
 	@command -v npm >/dev/null || { echo "error: npm is needed to install axe-core for the accessibility tests" >&2; exit 2; }
 	npm install --silent --no-audit --no-fund --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
 
+# The suite runs in pytest-xdist workers, one per core: the tests that need
+# the site's build, the floor runs or the planted breakages each go to one
+# worker (tests/conftest.py groups them), and the others fill in around them.
+TEST_WORKERS ?= auto
 test: lint workflows-lint $(AXE)
-	AXE_CORE=$(AXE) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	AXE_CORE=$(AXE) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Every page under every release of versions/matrix.toml, records in
 # versions/records/. Narrow it with PAGES="a b" and RELEASES="2.7.1 2.15.0";

@@ -65,6 +65,26 @@ def pytest_configure(config):
         )
 
 
+# Session fixtures that take minutes to make. `make test` runs the suite in
+# two pytest-xdist workers (``--dist loadgroup``); every test that needs one
+# of these is sent to the same worker, so each is made once per run.
+SHARED_FIXTURES = ("site", "standalone_runs", "outcomes")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        needed = [name for name in SHARED_FIXTURES if name in item.fixturenames]
+        if len(needed) > 1:
+            raise pytest.UsageError(
+                f"{item.nodeid} needs {needed}: a test may need one of "
+                f"{SHARED_FIXTURES}, or each would be made in two workers"
+            )
+        if needed:
+            item.add_marker(pytest.mark.xdist_group(needed[0]))
+
+
 def run(cmd, *, cwd=REPO, timeout=1800, env=None):
     """Run a command, returning the completed process with text output."""
     return subprocess.run(

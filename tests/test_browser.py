@@ -1,20 +1,23 @@
 """The built site as a reader's browser sees it.
 
-One Chromium (Debian's, driven by Playwright) visits every page of
+Chromium (Debian's, driven by Playwright) visits every page of
 ``_build/html``, served over HTTP from 127.0.0.1, three times, each time from a
 fresh browser profile: at desktop width in the theme's light mode and in its
-dark mode, and at phone width. What it sees is collected once per session
+dark mode, and at phone width (several browsers at once, each with a share of
+the pages). What it sees is collected once per session
 (``survey``), and each test below checks one property of it: pages load
 without console errors, images decode, links resolve, requests stay on the
 serving host, nothing scrolls sideways on a phone, text is readable in both
 modes, figures sit on a light panel in dark mode, and every tutorial carries
 the record of the run that produced it. Screenshots of every page go to
-``_build/screenshots/`` for people to look at.
+``_build/screenshots/`` for people to look at; under CI, where nobody looks,
+none are taken (a third of the survey's time).
 
 Locally the module skips when no browser is installed; under CI (the ``CI``
 environment variable set) a missing browser is a failure.
 """
 
+import concurrent.futures
 import functools
 import http.server
 import json
@@ -453,7 +456,7 @@ def visit(context, base, page_path, width_name, mode, shots):
     if width_name == "desktop":
         result.contrast = page.evaluate(CONTRAST_JS)
         result.accessibility = audit_accessibility(page)
-    if mode == "light" or width_name == "desktop":
+    if shots is not None and (mode == "light" or width_name == "desktop"):
         name = page_path.removesuffix(".html").replace("/", "--")
         shot = shots / f"{width_name}-{mode}" / f"{name}.jpg"
         shot.parent.mkdir(parents=True, exist_ok=True)
@@ -464,14 +467,26 @@ def visit(context, base, page_path, width_name, mode, shots):
     return result
 
 
-@pytest.fixture(scope="session")
-def survey(browser, site, served):
-    pages = site_pages(site.html)
-    assert pages, "the build wrote no pages"
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
-    visits = {}
-    all_requests = []
-    host = urlsplit(served).netloc
+# The three views of the survey: a fresh profile each (no stored theme
+# choice, no cache). Phone width in dark mode would measure nothing that the
+# other three miss.
+VIEWS = [
+    ("desktop", DESKTOP, "light"),
+    ("desktop", DESKTOP, "dark"),
+    ("phone", PHONE, "light"),
+]
+# Browsers that visit pages at once, each in a thread of its own with its own
+# Playwright (its API is not thread-safe). A visit spends about a third of its
+# time waiting (for the network to go idle, for fonts), so more browsers than
+# cores keep the cores busy.
+SURVEY_BROWSERS = 2 * (os.cpu_count() or 1)
+
+
+def survey_share(executable, base, pages, screenshots, all_requests):
+    """Visit ``pages`` in every view with a browser of this thread's own."""
+    from playwright.sync_api import sync_playwright
+
+    host = urlsplit(base).netloc
 
     def route(route):
         # Every request of the whole survey, from pages, workers or frames,
@@ -482,18 +497,39 @@ def survey(browser, site, served):
         else:
             route.abort()
 
-    for width_name, viewport in [("desktop", DESKTOP), ("phone", PHONE)]:
-        for mode in ["light", "dark"]:
-            if width_name == "phone" and mode == "dark":
-                continue  # nothing to measure that the other three views miss
-            # A fresh profile per view: no stored theme choice, no cache.
-            context = browser.new_context(viewport=viewport, color_scheme=mode)
+    visits = {}
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=executable, args=CHROMIUM_ARGS
+        )
+        for width_name, viewport, mode in VIEWS:
+            context = chromium.new_context(viewport=viewport, color_scheme=mode)
             context.route("**/*", route)
             for page_path in pages:
                 visits[page_path, width_name, mode] = visit(
-                    context, served, page_path, width_name, mode, SCREENSHOTS
+                    context, base, page_path, width_name, mode, screenshots
                 )
             context.close()
+        chromium.close()
+    return visits
+
+
+@pytest.fixture(scope="session")
+def survey(browser, site, served):
+    pages = site_pages(site.html)
+    assert pages, "the build wrote no pages"
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    screenshots = None if in_ci() else SCREENSHOTS
+    all_requests = []
+    shares = [pages[i::SURVEY_BROWSERS] for i in range(SURVEY_BROWSERS)]
+    with concurrent.futures.ThreadPoolExecutor(len(shares)) as pool:
+        parts = pool.map(
+            lambda share: survey_share(
+                find_chromium(), served, share, screenshots, all_requests
+            ),
+            [share for share in shares if share],
+        )
+        visits = {key: found for part in parts for key, found in part.items()}
     return Survey(
         base=served, pages=pages, visits=visits, html=site.html, requests=all_requests
     )

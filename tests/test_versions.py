@@ -38,8 +38,21 @@ def test_records_are_current_and_consistent(name):
     assert versions.problems == [], versions.problems
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_page_runs_standalone_on_its_floor_release(standalone_runs, request, name):
+def floor_runs():
+    """One parameter per page, sent (under xdist) to the worker that makes
+    what its check needs: the notebook runs for a page whose floor is the
+    pinned release, the standalone floor runs for every other page."""
+    return [
+        pytest.param(name, marks=pytest.mark.xdist_group(group))
+        for name in EXAMPLES
+        for group in [
+            "site" if floor_release(name) == pinned_torch() else "standalone_runs"
+        ]
+    ]
+
+
+@pytest.mark.parametrize("name", floor_runs())
+def test_page_runs_standalone_on_its_floor_release(request, name):
     release = floor_release(name)
     assert release, f"{name} has no measured floor"
     if release == pinned_torch():
@@ -49,7 +62,7 @@ def test_page_runs_standalone_on_its_floor_release(standalone_runs, request, nam
         notebook, error = request.getfixturevalue("executed_notebooks")[name]
         assert error is None, str(error)[-4000:]
         return
-    process = standalone_runs[name, release]
+    process = request.getfixturevalue("standalone_runs")[name, release]
     assert process.returncode == 0, (
         f"python advanced/{name}.py on PyTorch {release} exited with "
         f"{process.returncode}:\n{process.stderr[-4000:]}"
