@@ -34,8 +34,8 @@ which.
 
    #. Copy the cells of `The checker`_ into your test suite, or download this
       page's script.
-   #. Write one or two samples per operator: tuples of arguments holding
-      small, ordinary, row-major tensors. The checker derives the variants.
+   #. Write one sample per operator: a tuple of arguments holding small,
+      ordinary, row-major tensors. The checker derives the variants.
    #. Call ``report = check_operator(op, samples)``, print the report, and
       assert ``report.passed``. For an operator without a backward, whose
       gradient checks are skipped, assert ``not report.failed`` instead.

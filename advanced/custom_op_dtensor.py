@@ -222,8 +222,8 @@ def run_on_two_ranks(experiment, deadline_s=120):
 assert "fork" in multiprocessing.get_all_start_methods()
 
 # %%
-# To see the clean-up work, an experiment that fails on rank 1 while rank 0
-# waits for it at a barrier:
+# To see the clean-up at work, run an experiment that fails on rank 1 while
+# rank 0 waits for it at a barrier:
 
 
 def fails_on_rank_1(mesh):

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -71,6 +72,7 @@ def pytest_configure(config):
 SHARED_FIXTURES = ("site", "standalone_runs", "outcomes")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group"):
@@ -164,30 +166,42 @@ print(f"PyTorch {{torch.__version__}}; devices exercised: ['cpu'] (no CUDA)")
 '''
 
 
-def write_records(project, name, result="pass"):
-    """Records of the version matrix for ``advanced/<name>.py`` in ``project``.
+def write_records(project, name, result="pass", real_matrix=False):
+    """Records of the version matrix for ``advanced/<name>.py`` in ``project``,
+    for the page as it is now.
 
-    The project's matrix holds the pinned release only, and the page passed
-    on it as it is now, so its floor is the pinned release.
+    By default the project's matrix holds the pinned release only, where the
+    page had ``result``, so a passing page's floor is the pinned release. With
+    ``real_matrix`` the project gets the repository's matrix, and the page
+    stops on the releases below the supported ones and passes on the others:
+    its floor is the oldest supported release, as a real page's is.
     """
-    source = project / "advanced" / f"{name}.py"
-    digest = contract.code_digest(source)
     versions = project / "versions"
     (versions / "records").mkdir(parents=True, exist_ok=True)
-    (versions / "matrix.toml").write_text(
-        f'[pages]\npackages = []\n\n[[releases]]\ntorch = "{pinned_torch()}"\n'
-    )
-    record = {
-        "code_digest": digest,
-        "result": result,
-        "error": None,
-        "seconds": 1.0,
-        "torch": pinned_torch(),
-        "devices": ["cpu"],
-        "ran_at": "2026-01-01T00:00:00+00:00",
+    if real_matrix:
+        shutil.copy(REPO / "versions" / "matrix.toml", versions / "matrix.toml")
+        results = [(r["torch"], "below-floor") for r in MATRIX.get("below", [])]
+        results += [(torch, "pass") for torch in RELEASES]
+    else:
+        (versions / "matrix.toml").write_text(
+            f'[pages]\npackages = []\n\n[[releases]]\ntorch = "{pinned_torch()}"\n'
+        )
+        results = [(pinned_torch(), result)]
+    digest = contract.code_digest(project / "advanced" / f"{name}.py")
+    records = {
+        torch: {
+            "code_digest": digest,
+            "result": outcome,
+            "error": None,
+            "seconds": 1.0,
+            "torch": torch,
+            "devices": ["cpu"],
+            "ran_at": "2026-01-01T00:00:00+00:00",
+        }
+        for torch, outcome in results
     }
     (versions / "records" / f"{name}.json").write_text(
-        json.dumps({pinned_torch(): record}, indent=1) + "\n"
+        json.dumps(records, indent=1) + "\n"
     )
 
 
@@ -253,6 +267,7 @@ def site():
     notebook is written anew and the tests see what this checkout builds.
     When the build fails, every test that reads it fails with the reason.
     """
+    claim_once_per_run("site")
     cleaned = make("clean")
     assert cleaned.returncode == 0, cleaned.stderr
     assert not (REPO / GALLERY_DIR).exists() and not (REPO / "_build" / "html").exists()
@@ -264,6 +279,24 @@ def site():
             pytrace=False,
         )
     return Site(REPO / "_build" / "html", process)
+
+
+def claim_once_per_run(fixture):
+    """Fail if another xdist worker of this run already made ``fixture``
+    (its tests were not all sent to one worker: two builds of the site would
+    overwrite each other's files, and two floor runs double their time)."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:
+        return
+    claim = Path(tempfile.gettempdir()) / f"pytest-{run_id}-{fixture}"
+    try:
+        claim.touch(exist_ok=False)
+    except FileExistsError:
+        pytest.fail(
+            f"{fixture} was made by two workers: the tests that need it are "
+            "not all in one xdist group (see SHARED_FIXTURES)",
+            pytrace=False,
+        )
 
 
 # -- Every page, run on its own ------------------------------------------------
@@ -334,6 +367,7 @@ def standalone_runs(tmp_path_factory):
     """Run every page on its floor release, two at a time, from an empty
     folder. (On the pinned release the downloaded notebook's run stands for
     the standalone one: ``executed_notebooks``.)"""
+    claim_once_per_run("standalone_runs")
     jobs = {}
     for name in EXAMPLES:
         release = floor_release(name)

@@ -12,20 +12,23 @@ The copies run the suite's own tests with this interpreter, two at a time.
 """
 
 import concurrent.futures
-import json
 import os
 import re
 import shutil
 import sys
 import time
-import tomllib
 import traceback
 from dataclasses import dataclass, field
 
 import pytest
-from conftest import REPO, example_source, make, run, write_records
-
-from pagelib import contract
+from conftest import (
+    REPO,
+    claim_once_per_run,
+    example_source,
+    make,
+    run,
+    write_records,
+)
 
 TINY_PAGE = example_source(
     "A Tiny Page",
@@ -250,33 +253,6 @@ def scratch_project(folder, kind):
     return folder
 
 
-def write_matrix_records(project, name):
-    """Records of the real matrix's releases for the page as it now is: it
-    stops on the releases below the supported ones and passes on the others,
-    so its floor is the oldest supported release, as the real page's is."""
-    matrix = REPO / "versions" / "matrix.toml"
-    (project / "versions" / "records").mkdir(parents=True, exist_ok=True)
-    shutil.copy(matrix, project / "versions" / "matrix.toml")
-    releases = tomllib.loads(matrix.read_text())
-    digest = contract.code_digest(project / "advanced" / f"{name}.py")
-    records = {
-        release["torch"]: {
-            "code_digest": digest,
-            "result": result,
-            "error": None,
-            "seconds": 1.0,
-            "torch": release["torch"],
-            "devices": ["cpu"],
-            "ran_at": "2026-01-01T00:00:00+00:00",
-        }
-        for key, result in (("below", "below-floor"), ("releases", "pass"))
-        for release in releases.get(key, [])
-    }
-    (project / "versions" / "records" / f"{name}.json").write_text(
-        json.dumps(records, indent=1) + "\n"
-    )
-
-
 def run_selected(project, tests):
     """Run some of the suite's tests in ``project``; (passed?, failing ids)."""
     env = {"CI": "", "AXE_CORE": os.environ.get("AXE_CORE", "")}
@@ -299,6 +275,7 @@ def outcomes(tmp_path_factory):
     A control runs all the tests of its kind of project; a planted breakage
     runs only the tests expected to catch it.
     """
+    claim_once_per_run("outcomes")
     root = tmp_path_factory.mktemp("planted")
     jobs = [
         (f"control-{kind}", kind, None, tests) for kind, tests in SELECTIONS.items()
@@ -316,7 +293,7 @@ def outcomes(tmp_path_factory):
             if planted is not None:
                 planted.plant(project)
             if kind == "performance":
-                write_matrix_records(project, "custom_op_performance")
+                write_records(project, "custom_op_performance", real_matrix=True)
             outcome = run_selected(project, tests)
         except Exception:  # noqa: BLE001 - reported by the test of this job
             outcome = (None, set(), traceback.format_exc())
