@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _pytest.nodeid import NodeId
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.stem for p in (REPO / "advanced").glob("*.py"))
@@ -67,24 +68,37 @@ def pytest_configure(config):
 
 
 # Session fixtures that take minutes to make. `make test` runs the suite in
-# two pytest-xdist workers (``--dist loadgroup``); every test that needs one
-# of these is sent to the same worker, so each is made once per run.
+# pytest-xdist workers, one per core (``--dist loadgroup``); every test that
+# needs one of these is sent to the same worker, so each is made once per run
+# (``claim_once_per_run`` fails a second).
 SHARED_FIXTURES = ("site", "standalone_runs", "outcomes")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def xdist_group(item):
+    """The group a test is marked with, or the shared fixture it needs."""
+    marker = item.get_closest_marker("xdist_group")
+    if marker:
+        return marker.args[0]
+    needed = [name for name in SHARED_FIXTURES if name in item.fixturenames]
+    if len(needed) > 1:
+        raise pytest.UsageError(
+            f"{item.nodeid} needs {needed}: a test may need one of "
+            f"{SHARED_FIXTURES}, or each would be made in two workers"
+        )
+    return needed[0] if needed else None
+
+
 def pytest_collection_modifyitems(config, items):
+    if not getattr(config.option, "loadgroup", False):
+        return
     for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        needed = [name for name in SHARED_FIXTURES if name in item.fixturenames]
-        if len(needed) > 1:
-            raise pytest.UsageError(
-                f"{item.nodeid} needs {needed}: a test may need one of "
-                f"{SHARED_FIXTURES}, or each would be made in two workers"
-            )
-        if needed:
-            item.add_marker(pytest.mark.xdist_group(needed[0]))
+        group = xdist_group(item)
+        if group:
+            # xdist's scheduler reads a test's group from the suffix of its
+            # node id. pytest-xdist 3.8 writes it to ``item._nodeid``, which
+            # pytest 9 no longer reads (a node's id is ``item._id``), so the
+            # groups would be silently ignored: the suffix is written here.
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 def run(cmd, *, cwd=REPO, timeout=1800, env=None):
