@@ -42,8 +42,13 @@ def in_ci():
 
 
 def clean_environment():
-    """This process's environment without the variables that narrow a build."""
-    return {k: v for k, v in os.environ.items() if k not in NARROWING_VARIABLES}
+    """This process's environment without the variables that narrow a build,
+    nor those that tell a process it is this run's xdist worker."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in NARROWING_VARIABLES and not k.startswith("PYTEST_XDIST_")
+    }
 
 
 def pytest_configure(config):
@@ -273,7 +278,7 @@ class Site:
 
 
 @pytest.fixture(scope="session")
-def site():
+def site(request):
     """Build the whole site from a clean tree, exactly as `make html` does.
 
     Nothing an earlier build left behind is read: ``make clean`` removes the
@@ -281,7 +286,7 @@ def site():
     notebook is written anew and the tests see what this checkout builds.
     When the build fails, every test that reads it fails with the reason.
     """
-    claim_once_per_run("site")
+    claim_once_per_run(request.config, "site")
     cleaned = make("clean")
     assert cleaned.returncode == 0, cleaned.stderr
     assert not (REPO / GALLERY_DIR).exists() and not (REPO / "_build" / "html").exists()
@@ -295,13 +300,14 @@ def site():
     return Site(REPO / "_build" / "html", process)
 
 
-def claim_once_per_run(fixture):
+def claim_once_per_run(config, fixture):
     """Fail if another xdist worker of this run already made ``fixture``
     (its tests were not all sent to one worker: two builds of the site would
     overwrite each other's files, and two floor runs double their time)."""
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run_id is None:
+    worker = getattr(config, "workerinput", None)  # only in an xdist worker
+    if worker is None:
         return
+    run_id = worker["testrunuid"]
     claim = Path(tempfile.gettempdir()) / f"pytest-{run_id}-{fixture}"
     try:
         claim.touch(exist_ok=False)
@@ -377,11 +383,11 @@ def printed(notebook):
 
 
 @pytest.fixture(scope="session")
-def standalone_runs(tmp_path_factory):
+def standalone_runs(request, tmp_path_factory):
     """Run every page on its floor release, two at a time, from an empty
     folder. (On the pinned release the downloaded notebook's run stands for
     the standalone one: ``executed_notebooks``.)"""
-    claim_once_per_run("standalone_runs")
+    claim_once_per_run(request.config, "standalone_runs")
     jobs = {}
     for name in EXAMPLES:
         release = floor_release(name)

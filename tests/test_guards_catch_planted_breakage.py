@@ -269,13 +269,13 @@ def run_selected(project, tests):
 
 
 @pytest.fixture(scope="session")
-def outcomes(tmp_path_factory):
+def outcomes(request, tmp_path_factory):
     """(passed?, failing test ids, output) of every control and planted run.
 
     A control runs all the tests of its kind of project; a planted breakage
     runs only the tests expected to catch it.
     """
-    claim_once_per_run("outcomes")
+    claim_once_per_run(request.config, "outcomes")
     root = tmp_path_factory.mktemp("planted")
     jobs = [
         (f"control-{kind}", kind, None, tests) for kind, tests in SELECTIONS.items()
