@@ -353,9 +353,13 @@ def executed_notebooks(site, tmp_path_factory):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    # Folders are made here, not in the threads: the first mktemp of a worker
+    # makes pytest's base folder, and two threads racing to make it fail.
+    folders = {name: tmp_path_factory.mktemp(f"notebook-{name}") for name in EXAMPLES}
+
     def execute(name):
         notebook = notebook_of(site, name)
-        folder = tmp_path_factory.mktemp(f"notebook-{name}")
+        folder = folders[name]
         client = NotebookClient(
             notebook,
             kernel_name="python3",
@@ -405,11 +409,15 @@ def standalone_runs(request, tmp_path_factory):
                 },
             )
 
+    # Made before the threads start, as in ``executed_notebooks``.
+    folders = {key: tmp_path_factory.mktemp("-".join(key)) for key in jobs}
+
     def work(item):
         (name, release), target = item
         python, env = target if isinstance(target, tuple) else (target, None)
-        folder = tmp_path_factory.mktemp(f"{name}-{release}")
-        return (name, release), run_standalone(python, name, folder, env)
+        return (name, release), run_standalone(
+            python, name, folders[name, release], env
+        )
 
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         return dict(pool.map(work, jobs.items()))
