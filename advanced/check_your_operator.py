@@ -5,7 +5,7 @@ Check Your Own Operator
 Each page of this course teaches a check: ``opcheck``, ``gradcheck``, a
 comparison with eager mode, compiling, exporting. This page gathers them into
 one function, ``check_operator``, that you can copy into your tests. Give it
-your operator and a sample or two: it derives the inputs a caller may really
+your operator and one sample: it derives the inputs a caller may really
 hand the operator (other memory layouts, empty tensors, with and without
 gradients, both float precisions, every device), runs every check on each, and
 returns one table. The second half applies it to a correct operator and to six
