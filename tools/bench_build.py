@@ -123,11 +123,13 @@ def main():
         noop = timed_make_html(project, args.venv, caches)
         print(f"rebuild after a prose edit to {args.example}.py ...", flush=True)
         script = project / "advanced" / f"{args.example}.py"
-        text = script.read_text(encoding="utf-8")
-        first_line = text.index("\n", text.index("\n") + 1)  # after the title
-        script.write_text(
-            text[:first_line] + " (edited)" + text[first_line:], encoding="utf-8"
-        )
+        # A word added to the first line of prose after the title block (the
+        # title itself would outgrow its underline: a warning, a failed build).
+        lines = script.read_text(encoding="utf-8").split("\n")
+        underline = next(i for i, line in enumerate(lines) if line.startswith("==="))
+        prose = next(i for i in range(underline + 1, len(lines)) if lines[i].strip())
+        lines[prose] += " (edited)"
+        script.write_text("\n".join(lines), encoding="utf-8")
         single = timed_make_html(project, args.venv, caches)
 
         examples = example_times(project)
