@@ -327,6 +327,27 @@ def floor_release(name):
     return next((r for r in RELEASES if version_records.minor(r) == floor), None)
 
 
+# The shipping pages' notebooks run on the pinned release, after the build:
+# test_extension_wheels checks that they reuse the wheels the build made (a
+# wheel is built for one release), so these pages also run standalone on
+# their floor (``standalone_runs``). Every other page's notebook runs on its
+# floor release, where it stands for the page's standalone run.
+WHEEL_PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
+
+
+def notebook_release(name):
+    """The release a page's downloaded notebook runs on in CI."""
+    return pinned_torch() if name in WHEEL_PAGES else floor_release(name)
+
+
+def release_python(release):
+    """The python of ``release``'s matrix environment, made if missing."""
+    chosen = next(r for r in MATRIX["releases"] if r["torch"] == release)
+    venv, requirements = envs.matrix_venv(chosen)
+    envs.ensure(venv, requirements, requirements.split("\n"), f"torch {release}")
+    return venv / "bin" / "python"
+
+
 def run_standalone(python, name, folder, env=None):
     # From an empty folder, so the script can rely on nothing in the
     # repository but itself; -X faulthandler shows where a crash happened.
@@ -341,39 +362,77 @@ def notebook_of(site, name):
     return notebook
 
 
+def release_kernels(releases, folder):
+    """A Jupyter kernel spec for each release: the pinned one is this
+    interpreter's own kernel (``python3``), with the compiler caches ``make``
+    exported; an older one runs in that release's matrix environment (which
+    holds ipykernel), with the caches the matrix keeps for it."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    for release in set(releases) - {pinned_torch()}:
+        spec = {
+            "argv": [str(release_python(release)), "-X", "faulthandler"]
+            + ["-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"PyTorch {release}",
+            "language": "python",
+            "env": envs.release_caches(release),
+        }
+        (folder / f"torch-{release}").mkdir(parents=True)
+        (folder / f"torch-{release}" / "kernel.json").write_text(json.dumps(spec))
+    manager = KernelSpecManager(kernel_dirs=[str(folder)])
+    names = {r: "python3" if r == pinned_torch() else f"torch-{r}" for r in releases}
+    return manager, names
+
+
+# A cell the fixture adds after a notebook's last one, to read which torch the
+# kernel imported (and removes again before any test reads the notebook).
+PROBE = "import torch as _probe\nprint(_probe.__version__)"
+
+
 @pytest.fixture(scope="session")
 def executed_notebooks(site, tmp_path_factory):
-    """Every downloaded notebook run in a fresh kernel, one per core at a time.
+    """Every downloaded notebook run in a fresh kernel, one per core at a time,
+    on ``notebook_release(name)``: ``{name: (notebook, error, torch version)}``.
 
-    Each also stands for its page's standalone run on the pinned release: it
-    holds all of the script's code and runs from an empty folder in a fresh
-    interpreter. The kernels share the compiler caches of ``make html`` (the
-    Makefile exports their folders), as a reader's second run would.
+    On a page's floor, the run also stands for the page's standalone run
+    there: the notebook holds all of the script's code and runs from an
+    empty folder in a fresh interpreter.
     """
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     # Folders are made here, not in the threads: the first mktemp of a worker
     # makes pytest's base folder, and two threads racing to make it fail.
     folders = {name: tmp_path_factory.mktemp(f"notebook-{name}") for name in EXAMPLES}
+    releases = {name: notebook_release(name) for name in EXAMPLES}
+    specs, kernels = release_kernels(
+        releases.values(), tmp_path_factory.mktemp("kernels")
+    )
 
     def execute(name):
         notebook = notebook_of(site, name)
-        folder = folders[name]
+        notebook.cells.append(nbformat.v4.new_code_cell(PROBE))
+        kernel = KernelManager(
+            kernel_name=kernels[releases[name]], kernel_spec_manager=specs
+        )
         client = NotebookClient(
             notebook,
-            kernel_name="python3",
+            km=kernel,
             timeout=900,
-            resources={"metadata": {"path": str(folder)}},
+            resources={"metadata": {"path": str(folders[name])}},
         )
         try:
             client.execute()
-        except CellExecutionError as error:  # names the failing cell
-            return name, notebook, error
-        return name, notebook, None
+            error = None
+        except CellExecutionError as failure:  # names the failing cell
+            error = failure
+        probe = notebook.cells.pop()
+        version = "".join(o.get("text", "") for o in probe.get("outputs", []))
+        return name, (notebook, error, version.strip())
 
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return {name: (nb, error) for name, nb, error in pool.map(execute, EXAMPLES)}
+        return dict(pool.map(execute, EXAMPLES))
 
 
 def printed(notebook):
@@ -388,36 +447,19 @@ def printed(notebook):
 
 @pytest.fixture(scope="session")
 def standalone_runs(request, tmp_path_factory):
-    """Run every page on its floor release, two at a time, from an empty
-    folder. (On the pinned release the downloaded notebook's run stands for
-    the standalone one: ``executed_notebooks``.)"""
+    """Run each page whose notebook runs on the pinned release
+    (``WHEEL_PAGES``) on its floor release, from an empty folder, one per
+    core at a time: ``{name: process}``."""
     claim_once_per_run(request.config, "standalone_runs")
-    jobs = {}
-    for name in EXAMPLES:
-        release = floor_release(name)
-        if release and release != pinned_torch():
-            chosen = next(r for r in MATRIX["releases"] if r["torch"] == release)
-            venv, requirements = envs.matrix_venv(chosen)
-            label = f"torch {release}"
-            envs.ensure(venv, requirements, requirements.split("\n"), label)
-            caches = envs.cache_home() / "matrix" / f"caches-{release}"
-            jobs[name, release] = (
-                venv / "bin" / "python",
-                {
-                    "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
-                    "TORCH_EXTENSIONS_DIR": str(caches / "extensions"),
-                },
-            )
-
+    releases = {name: floor_release(name) for name in WHEEL_PAGES}
+    assert all(r and r != pinned_torch() for r in releases.values()), releases
+    pythons = {name: release_python(releases[name]) for name in WHEEL_PAGES}
     # Made before the threads start, as in ``executed_notebooks``.
-    folders = {key: tmp_path_factory.mktemp("-".join(key)) for key in jobs}
+    folders = {name: tmp_path_factory.mktemp(f"floor-{name}") for name in WHEEL_PAGES}
 
-    def work(item):
-        (name, release), target = item
-        python, env = target if isinstance(target, tuple) else (target, None)
-        return (name, release), run_standalone(
-            python, name, folders[name, release], env
-        )
+    def work(name):
+        env = envs.release_caches(releases[name])
+        return name, run_standalone(pythons[name], name, folders[name], env)
 
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return dict(pool.map(work, jobs.items()))
+        return dict(pool.map(work, WHEEL_PAGES))

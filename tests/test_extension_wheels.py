@@ -17,14 +17,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GALLERY_DIR, REPO, printed, run
+from conftest import GALLERY_DIR, REPO, WHEEL_PAGES, printed, run
 
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
 
 from pagelib import contract  # noqa: E402
 
-PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
+PAGES = WHEEL_PAGES  # their notebooks run on the pinned release, after the build
 PINNED = envs.releases()[-1]["torch"]
 
 
@@ -39,8 +39,9 @@ def built(site, executed_notebooks):
     cache = Path(os.environ["TORCH_EXTENSIONS_DIR"])
     outputs = {}
     for name in PAGES:
-        notebook, error = executed_notebooks[name]
+        notebook, error, version = executed_notebooks[name]
         assert error is None, str(error)[-4000:]
+        assert version.split("+")[0] == PINNED, version
         built_page = (REPO / GALLERY_DIR / f"{name}.rst").read_text()
         outputs[name] = (built_page, printed(notebook))
     return cache, outputs

@@ -1,10 +1,12 @@
-"""Every page runs on its own, on its floor release and on the pinned one.
+"""Every page runs on its own on its floor release, as its records say.
 
 The version matrix (``make matrix``) ran every page under every release of
 ``versions/matrix.toml`` and committed the records; the build shows each
 page's floor and releases from them. Here CI checks that those records are
-current and consistent, and runs each page again, standalone, on the two
-releases that bound what its page claims: its floor and the pinned release.
+current and consistent, and runs each page again on its floor release, on
+its own: as its downloaded notebook, in a kernel of that release (the
+shipping pages, whose notebooks run on the pinned release, run there as
+scripts). The build ran every page on the pinned release.
 """
 
 import json
@@ -17,6 +19,7 @@ from conftest import (
     RELEASES,
     REPO,
     floor_release,
+    notebook_release,
     pinned_torch,
     project_with_example,
     run,
@@ -40,13 +43,15 @@ def test_records_are_current_and_consistent(name):
 
 def floor_runs():
     """One parameter per page, sent (under xdist) to the worker that makes
-    what its check needs: the notebook runs for a page whose floor is the
-    pinned release, the standalone floor runs for every other page."""
+    what its check needs: the notebook runs for a page whose notebook runs on
+    its floor, the standalone runs for the others (``WHEEL_PAGES``)."""
     return [
         pytest.param(name, marks=pytest.mark.xdist_group(group))
         for name in EXAMPLES
         for group in [
-            "site" if floor_release(name) == pinned_torch() else "standalone_runs"
+            "site"
+            if notebook_release(name) == floor_release(name)
+            else "standalone_runs"
         ]
     ]
 
@@ -55,14 +60,14 @@ def floor_runs():
 def test_page_runs_standalone_on_its_floor_release(request, name):
     release = floor_release(name)
     assert release, f"{name} has no measured floor"
-    if release == pinned_torch():
-        # Its floor is the pinned release, where its notebook's run stands
-        # for the standalone one (test_notebooks); only then is the site
-        # built for it.
-        notebook, error = request.getfixturevalue("executed_notebooks")[name]
+    if notebook_release(name) == release:
+        # Its downloaded notebook ran on the floor, from an empty folder in a
+        # fresh interpreter: that run stands for the standalone one.
+        notebook, error, version = request.getfixturevalue("executed_notebooks")[name]
         assert error is None, str(error)[-4000:]
+        assert version.split("+")[0] == release, version
         return
-    process = request.getfixturevalue("standalone_runs")[name, release]
+    process = request.getfixturevalue("standalone_runs")[name]
     assert process.returncode == 0, (
         f"python advanced/{name}.py on PyTorch {release} exited with "
         f"{process.returncode}:\n{process.stderr[-4000:]}"

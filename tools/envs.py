@@ -334,6 +334,17 @@ def matrix_venv(release):
     return cache_home() / "matrix" / f"torch-{release['torch']}-{key}", requirements
 
 
+def release_caches(version):
+    """The compiler caches a release's runs share (inductor's and the C++
+    extensions'), as the variables that point torch at them: kept apart from
+    the site's, since what one release compiled does not load in another."""
+    caches = cache_home() / "matrix" / f"caches-{version}"
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+        "TORCH_EXTENSIONS_DIR": str(caches / "extensions"),
+    }
+
+
 def matrix(selected):
     chosen = [r for r in all_releases() if not selected or r["torch"] in selected]
     unknown = set(selected) - {r["torch"] for r in all_releases()}

@@ -137,7 +137,6 @@ def run_page(venv, release, page, timeout, probe):
 
     source = EXAMPLES / f"{page}.py"
     text = source.read_text(encoding="utf-8")
-    caches = envs.cache_home() / "matrix" / f"caches-{release['torch']}"
     with tempfile.TemporaryDirectory(prefix=f"matrix-{page}-") as folder:
         script = Path(folder) / source.name
         script.write_text(text, encoding="utf-8")
@@ -147,8 +146,7 @@ def run_page(venv, release, page, timeout, probe):
         env = {
             **os.environ,
             "MPLBACKEND": "Agg",
-            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
-            "TORCH_EXTENSIONS_DIR": str(caches / "extensions"),
+            **envs.release_caches(release["torch"]),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         env.pop("TRITON_INTERPRET", None)
