@@ -266,6 +266,7 @@ class Site:
     def __init__(self, html_dir, process):
         self.html = html_dir
         self.process = process
+        self.notebook_runs = None  # started by ``site`` when this run needs them
         output = process.stdout + process.stderr
         self.warnings = "\n".join(
             line
@@ -278,7 +279,7 @@ class Site:
 
 
 @pytest.fixture(scope="session")
-def site(request):
+def site(request, tmp_path_factory):
     """Build the whole site from a clean tree, exactly as `make html` does.
 
     Nothing an earlier build left behind is read: ``make clean`` removes the
@@ -297,7 +298,11 @@ def site(request):
             + (process.stdout[-3000:] + process.stderr[-6000:]),
             pytrace=False,
         )
-    return Site(REPO / "_build" / "html", process)
+    site = Site(REPO / "_build" / "html", process)
+    if any("executed_notebooks" in item.fixturenames for item in request.session.items):
+        # Started now, they run while the browser reads the site.
+        site.notebook_runs = start_notebook_runs(site, tmp_path_factory)
+    return site
 
 
 def claim_once_per_run(config, fixture):
@@ -389,18 +394,12 @@ def release_kernels(releases, folder):
 PROBE = "import torch as _probe\nprint(_probe.__version__)"
 
 
-@pytest.fixture(scope="session")
-def executed_notebooks(site, tmp_path_factory):
-    """Every downloaded notebook run in a fresh kernel, one per core at a time,
-    on ``notebook_release(name)``: ``{name: (notebook, error, torch version)}``.
-
-    On a page's floor, the run also stands for the page's standalone run
-    there: the notebook holds all of the script's code and runs from an
-    empty folder in a fresh interpreter.
-    """
+def start_notebook_runs(site, tmp_path_factory):
+    """Start running every downloaded notebook in a fresh kernel, one per
+    core at a time, on ``notebook_release(name)``; ``{name: future}`` of
+    ``(notebook, error, torch version)``."""
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
 
     # Folders are made here, not in the threads: the first mktemp of a worker
     # makes pytest's base folder, and two threads racing to make it fail.
@@ -410,8 +409,10 @@ def executed_notebooks(site, tmp_path_factory):
         releases.values(), tmp_path_factory.mktemp("kernels")
     )
 
+    notebooks = {name: notebook_of(site, name) for name in EXAMPLES}
+
     def execute(name):
-        notebook = notebook_of(site, name)
+        notebook = notebooks[name]
         notebook.cells.append(nbformat.v4.new_code_cell(PROBE))
         kernel = KernelManager(
             kernel_name=kernels[releases[name]], kernel_spec_manager=specs
@@ -425,14 +426,29 @@ def executed_notebooks(site, tmp_path_factory):
         try:
             client.execute()
             error = None
-        except CellExecutionError as failure:  # names the failing cell
-            error = failure
+        except Exception as failure:  # noqa: BLE001 - the page's test reports it
+            error = failure  # a CellExecutionError names the failing cell
         probe = notebook.cells.pop()
         version = "".join(o.get("text", "") for o in probe.get("outputs", []))
-        return name, (notebook, error, version.strip())
+        return notebook, error, version.strip()
 
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return dict(pool.map(execute, EXAMPLES))
+    pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1)
+    runs = {name: pool.submit(execute, name) for name in EXAMPLES}
+    pool.shutdown(wait=False)
+    return runs
+
+
+@pytest.fixture(scope="session")
+def executed_notebooks(site, tmp_path_factory):
+    """Every downloaded notebook's run: ``{name: (notebook, error, torch
+    version)}``, see ``start_notebook_runs``.
+
+    On a page's floor, the run also stands for the page's standalone run
+    there: the notebook holds all of the script's code and runs from an
+    empty folder in a fresh interpreter.
+    """
+    runs = site.notebook_runs or start_notebook_runs(site, tmp_path_factory)
+    return {name: run.result() for name, run in runs.items()}
 
 
 def printed(notebook):
