@@ -92,8 +92,8 @@ $(AXE):
 	npm install --silent --no-audit --no-fund --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
 
 # The suite runs in pytest-xdist workers, one per core: the tests that need
-# the site's build, the floor runs or the planted breakages each go to one
-# worker (tests/conftest.py groups them), and the others fill in around them.
+# the site's build (and the notebook runs it starts) or the planted breakages
+# each go to one worker (tests/conftest.py groups them), and the others fill in around them.
 TEST_WORKERS ?= auto
 test: lint workflows-lint $(AXE)
 	AXE_CORE=$(AXE) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)

@@ -76,7 +76,7 @@ def pytest_configure(config):
 # pytest-xdist workers, one per core (``--dist loadgroup``); every test that
 # needs one of these is sent to the same worker, so each is made once per run
 # (``claim_once_per_run`` fails a second).
-SHARED_FIXTURES = ("site", "standalone_runs", "outcomes")
+SHARED_FIXTURES = ("site", "outcomes")
 
 
 def xdist_group(item):
@@ -308,7 +308,8 @@ def site(request, tmp_path_factory):
 def claim_once_per_run(config, fixture):
     """Fail if another xdist worker of this run already made ``fixture``
     (its tests were not all sent to one worker: two builds of the site would
-    overwrite each other's files, and two floor runs double their time)."""
+    overwrite each other's files, and two runs of the planted breakages double
+    their time)."""
     worker = getattr(config, "workerinput", None)  # only in an xdist worker
     if worker is None:
         return
@@ -334,9 +335,9 @@ def floor_release(name):
 
 # The shipping pages' notebooks run on the pinned release, after the build:
 # test_extension_wheels checks that they reuse the wheels the build made (a
-# wheel is built for one release), so these pages also run standalone on
-# their floor (``standalone_runs``). Every other page's notebook runs on its
-# floor release, where it stands for the page's standalone run.
+# wheel is built for one release). These pages run on their floor in the plain
+# venv a reader makes (test_download_environments). Every other page's
+# notebook runs on its floor release, where it stands for the standalone run.
 WHEEL_PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
 
 
@@ -351,14 +352,6 @@ def release_python(release):
     venv, requirements = envs.matrix_venv(chosen)
     envs.ensure(venv, requirements, requirements.split("\n"), f"torch {release}")
     return venv / "bin" / "python"
-
-
-def run_standalone(python, name, folder, env=None):
-    # From an empty folder, so the script can rely on nothing in the
-    # repository but itself; -X faulthandler shows where a crash happened.
-    script = REPO / "advanced" / f"{name}.py"
-    command = [str(python), "-X", "faulthandler", str(script)]
-    return run(command, cwd=folder, timeout=900, env=env)
 
 
 def notebook_of(site, name):
@@ -459,23 +452,3 @@ def printed(notebook):
         for output in cell.get("outputs", [])
         if output.output_type == "stream"
     )
-
-
-@pytest.fixture(scope="session")
-def standalone_runs(request, tmp_path_factory):
-    """Run each page whose notebook runs on the pinned release
-    (``WHEEL_PAGES``) on its floor release, from an empty folder, one per
-    core at a time: ``{name: process}``."""
-    claim_once_per_run(request.config, "standalone_runs")
-    releases = {name: floor_release(name) for name in WHEEL_PAGES}
-    assert all(r and r != pinned_torch() for r in releases.values()), releases
-    pythons = {name: release_python(releases[name]) for name in WHEEL_PAGES}
-    # Made before the threads start, as in ``executed_notebooks``.
-    folders = {name: tmp_path_factory.mktemp(f"floor-{name}") for name in WHEEL_PAGES}
-
-    def work(name):
-        env = envs.release_caches(releases[name])
-        return name, run_standalone(pythons[name], name, folders[name], env)
-
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return dict(pool.map(work, WHEEL_PAGES))

@@ -11,15 +11,17 @@ it in an environment of their own, and two kinds once stopped both pages:
   build a wheel without the ``wheel`` package ("invalid command
   'bdist_wheel'").
 
-The pip-less environment gets the pinned torch; the plain one the oldest
-release both pages support (torch 2.15 itself requires a recent setuptools,
-which would hide the problem). Each is made with uv from uv's cache (the
+The pip-less environment gets the pinned torch; each page's plain one the
+page's floor release (torch 2.15 itself requires a recent setuptools, which
+would hide the problem), and the run there is also the page's run on its
+floor (``test_versions`` checks the other pages' floors through their
+notebooks). Each is made with uv from uv's cache (the
 site's pins as constraints, so nothing is downloaded and torch's files are
 linked, not copied), and each page runs in it from an empty folder with an
 empty extensions cache, so that it really builds its wheels. A plain venv
 whose setuptools is too old must stop the page in one line.
 
-Cost: the environments take seconds; the four page runs compile C++ (no
+Cost: the environments take seconds; the five page runs compile C++ (no
 CUDA: the first cells name no toolkit) and start a few fresh interpreters
 each, about 4 minutes of CPU on the 2-core build machine.
 """
@@ -30,16 +32,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, in_ci, run
+from conftest import REPO, WHEEL_PAGES, floor_release, in_ci, run
 
 sys.path.insert(0, str(REPO / "_ext"))
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
 import notebooks  # noqa: E402
 
-from pagelib import contract  # noqa: E402
-
-PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
+PAGES = WHEEL_PAGES
 # Left out of the constraints: a plain venv keeps the setuptools and pip it
 # was made with unless the page's packages ask for newer ones.
 SEEDED = {"setuptools", "pip", "wheel"}
@@ -92,17 +92,6 @@ def release_key(version):
     return tuple(int(part) for part in version.split(".")[:2])
 
 
-def oldest_release_for_both_pages():
-    """The oldest release of the matrix that both pages support."""
-    floor = max(
-        release_key(
-            contract.declared_floors((REPO / "advanced" / f"{page}.py").read_text())[0]
-        )
-        for page in PAGES
-    )
-    return next(r["torch"] for r in envs.releases() if release_key(r["torch"]) >= floor)
-
-
 def install(uv, python, specs, constraints):
     command = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
     process = run(command + ["-c", str(constraints), *specs], timeout=900)
@@ -148,34 +137,39 @@ def uv_venv(uv, constraints, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def plain_venv(uv, tmp_path_factory):
-    """``python -m venv`` with its own seed, then the first cells' packages.
+def plain_venvs(uv, tmp_path_factory):
+    """For each page, ``python -m venv`` with its own seed, then the first
+    cell's packages, with the page's floor release of torch, as a reader on
+    the floor has it (torch 2.15 itself requires a recent setuptools; the
+    floors do not, on Python 3.11). Before the packages arrive, the first page
+    runs once with whatever setuptools the venv was seeded with (65.5 on
+    Python 3.11, none on 3.12 and later).
 
-    Its torch is the oldest release both pages support, as a reader on the
-    floor has it (torch 2.15 itself requires a recent setuptools; 2.10 does
-    not, on Python 3.11). Before the page's packages arrive, the page runs
-    once with whatever setuptools the venv was seeded with (65.5 on Python
-    3.11, none on 3.12 and later).
+    ``{page: venv}``, the seeded setuptools version, and that first run.
     """
     constraints = site_pins(tmp_path_factory, with_torch=False)
-    folder = tmp_path_factory.mktemp("plain-venv")
-    venv = folder / "env"
-    made = run([envs.base_python(), "-m", "venv", str(venv)])
-    assert made.returncode == 0, made.stderr
-    python = venv / "bin" / "python"
-    torch = f"torch=={oldest_release_for_both_pages()}"
-    specs = [
-        torch if project_name(s) == "torch" else s for s in all_first_cell_packages()
-    ]
-    without_setuptools = [s for s in specs if project_name(s) != "setuptools"]
-    install(uv, python, without_setuptools, constraints)
-    version = "import setuptools; print(setuptools.__version__)"
-    seeded = run([str(python), "-c", version]).stdout.strip() or None
-    before = None
-    if seeded is None or release_key(seeded) < (70, 1):
-        before = run_page(venv, PAGES[0], folder / "before")
-    install(uv, python, specs, constraints)
-    return venv, seeded, before
+    venvs, seeded, before = {}, None, None
+    for page in PAGES:
+        folder = tmp_path_factory.mktemp(f"plain-venv-{page}")
+        venv = folder / "env"
+        made = run([envs.base_python(), "-m", "venv", str(venv)])
+        assert made.returncode == 0, made.stderr
+        python = venv / "bin" / "python"
+        torch = f"torch=={floor_release(page)}"
+        specs = [
+            torch if project_name(s) == "torch" else s
+            for s in first_cell_packages(page)
+        ]
+        if page == PAGES[0]:
+            without_setuptools = [s for s in specs if project_name(s) != "setuptools"]
+            install(uv, python, without_setuptools, constraints)
+            version = "import setuptools; print(setuptools.__version__)"
+            seeded = run([str(python), "-c", version]).stdout.strip() or None
+            if seeded is None or release_key(seeded) < (70, 1):
+                before = run_page(venv, page, folder / "before")
+        install(uv, python, specs, constraints)
+        venvs[page] = venv
+    return venvs, seeded, before
 
 
 def test_the_first_cells_name_the_build_tools_with_their_minimum_versions():
@@ -202,8 +196,8 @@ def test_wheel_page_runs_in_a_uv_venv_without_pip(uv_venv, page, tmp_path):
         assert re.search(r"^CUDA kernel: skipped the build, ", process.stdout, re.M)
 
 
-def test_a_too_old_setuptools_stops_the_page_in_one_line(plain_venv):
-    _, seeded, before = plain_venv
+def test_a_too_old_setuptools_stops_the_page_in_one_line(plain_venvs):
+    _, seeded, before = plain_venvs
     if before is None:
         pytest.skip(f"this Python seeds setuptools {seeded}, new enough already")
     assert before.returncode == 1, before.stderr[-3000:]
@@ -213,10 +207,18 @@ def test_a_too_old_setuptools_stops_the_page_in_one_line(plain_venv):
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_wheel_page_runs_in_a_plain_venv_with_the_first_cell_installed(
-    plain_venv, page, tmp_path
+def test_wheel_page_runs_on_its_floor_in_a_plain_venv_with_the_first_cell_installed(
+    plain_venvs, page, tmp_path
 ):
-    venv, _, _ = plain_venv
-    process = run_page(venv, page, tmp_path / "run")
-    assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
+    venvs, _, _ = plain_venvs
+    release = floor_release(page)
+    assert release, f"{page} has no measured floor"
+    process = run_page(venvs[page], page, tmp_path / "run")
+    assert process.returncode == 0, (
+        f"python advanced/{page}.py on PyTorch {release} exited with "
+        f"{process.returncode}:\n{process.stdout[-2000:]}{process.stderr[-4000:]}"
+    )
     assert "built the wheel in" in process.stdout
+    version = "import torch; print(torch.__version__)"
+    installed = run([str(venvs[page] / "bin" / "python"), "-c", version]).stdout
+    assert installed.split("+")[0].strip() == release, installed

@@ -5,8 +5,9 @@ The version matrix (``make matrix``) ran every page under every release of
 page's floor and releases from them. Here CI checks that those records are
 current and consistent, and runs each page again on its floor release, on
 its own: as its downloaded notebook, in a kernel of that release (the
-shipping pages, whose notebooks run on the pinned release, run there as
-scripts). The build ran every page on the pinned release.
+shipping pages, whose notebooks run on the pinned release, run on their floor
+in a reader's plain venv: test_download_environments). The build ran every
+page on the pinned release.
 """
 
 import json
@@ -18,8 +19,8 @@ from conftest import (
     MATRIX,
     RELEASES,
     REPO,
+    WHEEL_PAGES,
     floor_release,
-    notebook_release,
     pinned_torch,
     project_with_example,
     run,
@@ -41,37 +42,19 @@ def test_records_are_current_and_consistent(name):
     assert versions.problems == [], versions.problems
 
 
-def floor_runs():
-    """One parameter per page, sent (under xdist) to the worker that makes
-    what its check needs: the notebook runs for a page whose notebook runs on
-    its floor, the standalone runs for the others (``WHEEL_PAGES``)."""
-    return [
-        pytest.param(name, marks=pytest.mark.xdist_group(group))
-        for name in EXAMPLES
-        for group in [
-            "site"
-            if notebook_release(name) == floor_release(name)
-            else "standalone_runs"
-        ]
-    ]
+# The shipping pages run on their floor in test_download_environments.
+NOTEBOOK_FLOORS = [name for name in EXAMPLES if name not in WHEEL_PAGES]
 
 
-@pytest.mark.parametrize("name", floor_runs())
-def test_page_runs_standalone_on_its_floor_release(request, name):
+@pytest.mark.parametrize("name", NOTEBOOK_FLOORS)
+def test_page_runs_standalone_on_its_floor_release(executed_notebooks, name):
+    # Its downloaded notebook ran on the floor, from an empty folder in a
+    # fresh interpreter: that run stands for the standalone one.
     release = floor_release(name)
     assert release, f"{name} has no measured floor"
-    if notebook_release(name) == release:
-        # Its downloaded notebook ran on the floor, from an empty folder in a
-        # fresh interpreter: that run stands for the standalone one.
-        notebook, error, version = request.getfixturevalue("executed_notebooks")[name]
-        assert error is None, str(error)[-4000:]
-        assert version.split("+")[0] == release, version
-        return
-    process = request.getfixturevalue("standalone_runs")[name]
-    assert process.returncode == 0, (
-        f"python advanced/{name}.py on PyTorch {release} exited with "
-        f"{process.returncode}:\n{process.stderr[-4000:]}"
-    )
+    notebook, error, version = executed_notebooks[name]
+    assert error is None, str(error)[-4000:]
+    assert version.split("+")[0] == release, version
 
 
 BELOW_FLOOR = """\"\"\"
