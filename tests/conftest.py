@@ -347,10 +347,16 @@ def notebook_release(name):
 
 
 def release_python(release):
-    """The python of ``release``'s matrix environment, made if missing."""
+    """The python of ``release``'s matrix environment, made if missing.
+
+    An environment with the release's requirements serves, whichever
+    interpreter made it (make's or this one).
+    """
     chosen = next(r for r in MATRIX["releases"] if r["torch"] == release)
     venv, requirements = envs.matrix_venv(chosen)
-    envs.ensure(venv, requirements, requirements.split("\n"), f"torch {release}")
+    wanted = {k: v for k, v in envs.stamp_for(requirements).items() if k != "python"}
+    if not envs.is_complete(venv, wanted):
+        envs.ensure(venv, requirements, requirements.split("\n"), f"torch {release}")
     return venv / "bin" / "python"
 
 

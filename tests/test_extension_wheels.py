@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GALLERY_DIR, REPO, WHEEL_PAGES, printed, run
+from conftest import GALLERY_DIR, REPO, WHEEL_PAGES, printed, release_python, run
 
 sys.path.insert(0, str(REPO / "tools"))
 import envs  # noqa: E402
@@ -66,22 +66,6 @@ def floor_of(page):
     text = (REPO / "advanced" / f"{page}.py").read_text()
     major, minor = contract.declared_floors(text)[0].split(".")
     return int(major), int(minor)
-
-
-def matrix_python(release, install=False):
-    """The python of ``release``'s matrix environment, or None if it is missing.
-
-    An environment with the release's requirements serves, whichever
-    interpreter made it (make's or this one); with ``install``, a missing one
-    is made with ``envs.ensure``.
-    """
-    venv, requirements = envs.matrix_venv(release)
-    wanted = {k: v for k, v in envs.stamp_for(requirements).items() if k != "python"}
-    if not envs.is_complete(venv, wanted):
-        if not install:
-            return None
-        envs.ensure(venv, requirements, requirements.split("\n"), release["torch"])
-    return venv / "bin" / "python"
 
 
 def install(python, wheel, folder):
@@ -156,7 +140,7 @@ def test_stable_wheel_runs_under_the_oldest_release_it_claims(built, tmp_path):
     floor = floor_of("cpp_stable_abi")
     oldest = next(r for r in envs.releases() if release_key(r["torch"]) >= floor)
     assert oldest["torch"] != PINNED, "the floor is the pinned release itself"
-    python = matrix_python(oldest, install=True)
+    python = release_python(oldest["torch"])
     site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
     process = run(
         [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
@@ -170,8 +154,7 @@ def test_stable_wheel_loads_from_the_page_floor_on_and_not_below(
     built, tmp_path, release
 ):
     cache, _ = built
-    chosen = next(r for r in envs.releases() if r["torch"] == release)
-    python = matrix_python(chosen, install=True)
+    python = release_python(release)
     site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
     process = run(
         [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
@@ -191,7 +174,7 @@ def test_aten_wheel_fails_to_load_under_another_release(built, tmp_path):
     # to its release; the oldest release of the matrix shows it.
     cache, _ = built
     oldest = envs.releases()[0]
-    python = matrix_python(oldest, install=True)
+    python = release_python(oldest["torch"])
     site = install(python, the_wheel(cache, "per-python"), tmp_path / "site")
     process = run([str(python), "-c", LOAD_LIBRARY, str(site)], cwd=tmp_path)
     assert process.returncode != 0
