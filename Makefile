@@ -94,9 +94,15 @@ $(AXE):
 # The suite runs in pytest-xdist workers, one per core: the tests that need
 # the site's build (and the notebook runs it starts) or the planted breakages
 # each go to one worker (tests/conftest.py groups them), and the others fill in around them.
+# Inductor compiles in the process that asks (TORCHINDUCTOR_COMPILE_THREADS=1):
+# the workers keep every core busy already, and on the older releases each
+# process that compiles would otherwise start a pool of compile workers, a
+# fresh interpreter importing torch (about 7 s of CPU) that compiles nothing
+# when the caches are warm.
 TEST_WORKERS ?= auto
 test: lint workflows-lint $(AXE)
-	AXE_CORE=$(AXE) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	AXE_CORE=$(AXE) TORCHINDUCTOR_COMPILE_THREADS=1 \
+		$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Every page under every release of versions/matrix.toml, records in
 # versions/records/. Narrow it with PAGES="a b" and RELEASES="2.7.1 2.15.0";

@@ -427,6 +427,11 @@ def start_notebook_runs(site, tmp_path_factory):
             error = None
         except Exception as failure:  # noqa: BLE001 - the page's test reports it
             error = failure  # a CellExecutionError names the failing cell
+        finally:
+            # The client leaves a kernel it was given running: stop it (and
+            # what it started) now, not when the worker exits.
+            if kernel.has_kernel:
+                kernel.shutdown_kernel(now=True)
         probe = notebook.cells.pop()
         version = "".join(o.get("text", "") for o in probe.get("outputs", []))
         return notebook, error, version.strip()
