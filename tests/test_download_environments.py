@@ -93,7 +93,10 @@ def release_key(version):
 
 
 def install(uv, python, specs, constraints):
-    command = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+    # With bytecode, as tools/envs.py makes every environment: each page run
+    # here starts several interpreters that import torch.
+    command = [str(uv), "pip", "install", "--quiet", "--compile-bytecode"]
+    command += ["--python", str(python)]
     process = run(command + ["-c", str(constraints), *specs], timeout=900)
     assert process.returncode == 0, process.stderr[-3000:]
 

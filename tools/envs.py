@@ -13,7 +13,12 @@ own beside the others. uv keeps one cache of unpacked wheels and links the
 environments' files to it, so a dozen environments holding the same CUDA
 libraries store them once. When uv cannot be installed, pip does the work
 (slower, and each environment holds its own copy); either way one line says
-which one ran.
+which one ran. Either way the environment gets its packages' bytecode at
+install time (uv's ``--compile-bytecode``; pip does it by default): every
+process the site, the matrix and the tests start imports torch, and where
+``PYTHONDONTWRITEBYTECODE`` is set (as in many containers) nothing else would
+ever write it, so each process would compile torch's modules again (measured:
+a third to a half of a page's CPU time).
 
 Before installing, the script checks what a fresh machine may lack and stops
 with one line naming it: a supported Python, enough free disk, and, when the
@@ -177,8 +182,8 @@ def install(venv, requirement_args, uv):
     if uv is not None:
         steps = [
             [str(uv), "venv", "--quiet", "--python", base_python(), str(venv)],
-            [str(uv), "pip", "install", "--quiet", "--python", str(python)]
-            + requirement_args,
+            [str(uv), "pip", "install", "--quiet", "--compile-bytecode"]
+            + ["--python", str(python), *requirement_args],
         ]
     else:
         steps = [
@@ -209,6 +214,8 @@ def stamp_for(requirements_text):
         "requirements_sha256": hashlib.sha256(requirements_text.encode()).hexdigest(),
         "python": base_python(),
         "python_version": python_version_text(),
+        # Environments made before their bytecode was compiled are made again.
+        "bytecode": True,
     }
 
 
