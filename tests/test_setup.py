@@ -46,6 +46,17 @@ def error_lines(process):
     return [line for line in process.stderr.splitlines() if line.startswith("error:")]
 
 
+def has_bytecode(venv, module):
+    """Whether ``module`` was installed into ``venv`` with its bytecode."""
+    check = (
+        "import importlib.util, os, sys; "
+        f"spec = importlib.util.find_spec({module!r}); "
+        "sys.exit(0 if os.path.exists(importlib.util.cache_from_source(spec.origin)) "
+        "else 1)"
+    )
+    return run([str(Path(venv) / "bin" / "python"), "-c", check]).returncode == 0
+
+
 def test_unsupported_python_stops_in_one_line_and_leaves_nothing(tmp_path):
     assert UNSUPPORTED, "no unsupported Python (3.8-3.10) on this machine to try"
     venv = tmp_path / "venv"
@@ -78,6 +89,9 @@ def test_an_interrupted_install_is_built_again(tmp_path):
     assert "incomplete or was made otherwise; building it again" in process.stdout
     stamp = json.loads((venv / envs.STAMP).read_text())
     assert stamp["python_version"] == envs.python_version_text()
+    # Installed with its bytecode (checked before anything imports torch,
+    # which could write it where writing bytecode is allowed).
+    assert has_bytecode(venv, "torch"), "torch was installed without its bytecode"
     check = run([str(venv / "bin" / "python"), "-c", "import torch, sphinx"])
     assert check.returncode == 0, check.stderr[-2000:]
 
@@ -164,3 +178,4 @@ def test_pip_installs_when_uv_cannot_be_had(tmp_path):
     assert "six ready in" in process.stdout and "(pip)" in process.stdout
     stamp = json.loads((tmp_path / "venv" / envs.STAMP).read_text())
     assert stamp["installer"] == "pip"
+    assert has_bytecode(venv, "six"), "pip installed six without its bytecode"
