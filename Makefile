@@ -57,7 +57,7 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	else mkdir -p $(BUILDDIR)/html/$(1) && touch $$stamp.new && $(TRANSLATED) \
 		&& mv $$stamp.new $$stamp; fi
 
-.PHONY: html html-noplot check unit test lint format clean venv bench matrix matrix-table catalogs prune-envs workflows-lint lint-venv
+.PHONY: html html-noplot check unit test lint format clean venv bench bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -124,6 +124,12 @@ prune-envs:
 bench: venv
 	$(BIN)/python tools/bench_build.py --venv $(VENV)
 
+# check_operator's seconds per operator on the field test's corpus (torchvision,
+# torch.nn, torch.onnx), with warm compiler caches, beside opcheck's:
+# _build/bench-checker.json and a table.
+bench-checker: venv
+	$(BIN)/python tools/bench_checker.py
+
 # The workflow linters, pinned in tools/lint-requirements.txt and installed
 # into an environment of their own (keyed by that file's hash, like the
 # site's), so that they never change the site environment: check-jsonschema
@@ -151,7 +157,7 @@ format: venv
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(BUILDDIR) tutorials sg_execution_times.rst
+	rm -rf $(BUILDDIR) tutorials tutorial_modules sg_execution_times.rst
 
 # Checked on every make run, and cheap when the environment is complete.
 venv:

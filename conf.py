@@ -32,6 +32,8 @@ extensions = [
     "offline_pages",
     # Notebooks that read as well as the pages (see _ext/notebooks.py).
     "notebooks",
+    # Modules that pages publish for download (see _ext/page_modules.py).
+    "page_modules",
     # The Chinese edition: links between editions, Chinese search, translated
     # downloads (see _ext/editions.py).
     "editions",
@@ -55,6 +57,7 @@ gettext_uuid = False
 exclude_patterns = [
     "_build",
     "advanced",
+    "tutorial_modules",
     "tests",
     ".ci",
     "README.md",
@@ -100,6 +103,16 @@ sphinx_gallery_conf = {
     # Pages that teach with tables rather than figures get the site's own
     # thumbnail instead of Sphinx-Gallery's generic one.
     "default_thumb_file": str(HERE / "_static" / "default_thumb.png"),
+}
+
+# A page's section that is also a module to download: written beside the
+# generated page from the page's own cells, so the file is the code that ran.
+page_modules = {
+    "check_your_operator.py": {
+        "section": "The checker",
+        "module": "operator_checker.py",
+        "summary": "every check of this course on one operator, in one call.",
+    },
 }
 
 # -- HTML --------------------------------------------------------------------

@@ -54,6 +54,7 @@ PACKAGES = {
     "setuptools": "setuptools",
     "packaging": "packaging",
     "installer": "installer",
+    "pytest": "pytest",
 }
 # Packages a page needs without importing them: compiling C++ extensions needs
 # ninja (load_inline) and setuptools (cpp_extension).

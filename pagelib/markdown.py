@@ -64,6 +64,13 @@ def _code_role(name, rawtext, text, lineno, inliner, options=None, content=()):
     return [nodes.literal(rawtext, utils.unescape(text))], []
 
 
+def _download_role(name, rawtext, text, lineno, inliner, options=None, content=()):
+    """A file the page offers: its title as code (the notebook holds the code)."""
+    match = re.match(r"^(.*?)\s*<([^<>]+)>$", utils.unescape(text), re.S)
+    shown = match.group(1) if match and match.group(1) else utils.unescape(text)
+    return [nodes.literal(rawtext, shown)], []
+
+
 def _dropped_role(name, rawtext, text, lineno, inliner, options=None, content=()):
     return [], []
 
@@ -121,6 +128,7 @@ def _register():
     for name in ("func", "class", "meth", "mod", "attr", "obj", "data", "exc"):
         roles.register_local_role(name, _code_role)
         roles.register_local_role(f"py:{name}", _code_role)
+    roles.register_local_role("download", _download_role)
     roles.register_local_role("octicon", _dropped_role)
     directives.register_directive("grid", GridDirective)
     directives.register_directive("grid-item-card", CardDirective)

@@ -33,3 +33,9 @@ def test_an_admonition_becomes_a_block_quote():
 def test_an_unknown_directive_is_an_error_naming_it():
     with pytest.raises(Exception, match="mystery"):
         convert(".. mystery::\n\n   text\n")
+
+
+def test_a_download_becomes_its_file_name_as_code():
+    out = convert("Download :download:`the checker <operator_checker.py>` first.")
+    assert out.strip() == "Download `the checker` first."
+    assert convert(":download:`operator_checker.py`").strip() == "`operator_checker.py`"
