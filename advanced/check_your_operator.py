@@ -2078,7 +2078,8 @@ assert tolerant.passed
 # The samples come from calls to torchvision's own Python functions, which
 # turn a list of boxes per image into the five-column regions of interest
 # the operator takes (image index and four coordinates): ``capture_samples``
-# records what they pass.
+# records what they pass. The checks run on the CPU, on every release of the
+# version matrix.
 
 boxes = torch.tensor([[0.0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30], [0, 0, 5, 5]])
 scores = torch.tensor([0.9, 0.8, 0.7, 0.6])
@@ -2100,7 +2101,7 @@ assert [len(s) for s in recorded.values()] == [1, 1]
 # ``nms`` keeps the boxes that do not overlap a better one too much. Its
 # report:
 
-nms_report = check_operator(nms_op, recorded[nms_op])
+nms_report = check_operator(nms_op, recorded[nms_op], devices=["cpu"])
 print(nms_report)
 
 # %%
@@ -2110,8 +2111,9 @@ print(nms_report)
 # ``ctx.create_unbacked_symint()``, whose minimum is 2. On the variants that
 # keep fewer than two boxes, the empty one and the one whose boxes are all
 # the same box, the compiled and exported programs stop with ``u0 >= 2``. The
-# fix is ``ctx.new_dynamic_size()``, whose minimum is 0. Not a corner case:
-# one box is enough.
+# fix is ``ctx.new_dynamic_size()``, whose minimum is 0
+# (:ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py` compares the two).
+# Not a corner case: one box is enough.
 
 one_box = (torch.tensor([[0.0, 0, 10, 10]]), torch.tensor([0.9]), 0.5)
 with warnings.catch_warnings(record=True) as said:
@@ -2159,7 +2161,7 @@ assert bool(needs_setting) == (RELEASE < (2, 10))
 # ``roi_align`` pools a region of interest of each image into a small grid.
 # Its report:
 
-roi_report = check_operator(roi_align_op, recorded[roi_align_op])
+roi_report = check_operator(roi_align_op, recorded[roi_align_op], devices=["cpu"])
 print(roi_report)
 assert roi_report.passed
 
@@ -2189,6 +2191,7 @@ assert rois.grad is None and images_grad.grad is not None
 declared = check_operator(
     roi_align_op,
     recorded[roi_align_op],
+    devices=["cpu"],
     nondifferentiable={"rois": "column 0 is an image index; boxes get no gradient"},
     limitations={"gradgradcheck": "torchvision implements no double backward"},
     skip={"bfloat16": "this model runs in float32"},
@@ -2227,7 +2230,7 @@ def recorded_samples():
 
 @pytest.mark.parametrize("op, sample", recorded_samples(), ids=str)
 def test_operator(op, sample):
-    report = check_operator(op, [sample], dtypes=(torch.float32,))
+    report = check_operator(op, [sample], devices=["cpu"], dtypes=(torch.float32,))
     assert report.passed, report
 """
 

@@ -48,7 +48,7 @@ COURSE = {
         "The common mistakes, the errors they raise, and how to fix them."
     ),
     "check_your_operator.py": (
-        "One function that runs every check of this course on your own operator."
+        "A module to import in your tests: every check of this course, one call."
     ),
     "cpp_custom_ops.py": (
         "Write the kernel in C++; add its fake kernel and gradient from Python."
