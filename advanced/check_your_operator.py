@@ -240,9 +240,6 @@ class Sample:
     def tensors(self):
         return self.named_tensors()[0]
 
-    def tensor_names(self):
-        return self.named_tensors()[1]
-
     def named_tensors(self):
         found, names = [], []
         for value, name in self._leaves():
@@ -361,9 +358,12 @@ def changes(t, layout):
     return other.stride() != t.contiguous().stride() or other.storage_offset() > 0
 
 
-def first_row_everywhere(t):
-    """The values an expanded view holds: every row equal to the first."""
-    return t[:1].expand(t.shape).contiguous() if t.dim() and t.shape[0] > 1 else t
+def first_row_everywhere(value, written=False):
+    """The values an expanded view holds: every row equal to the first. A
+    tensor the operator writes keeps its own."""
+    if not isinstance(value, Tensor) or written or not value.dim():
+        return value
+    return value[:1].expand(value.shape).contiguous()
 
 
 def dtype_name(dtype):
@@ -580,6 +580,10 @@ class Report:
     def limitations(self):
         return [row for row in self.rows if row.outcome == "limitation"]
 
+    def spent(self, what, start):
+        """Add the seconds since ``start`` to ``what``'s time."""
+        self.seconds[what] = self.seconds.get(what, 0) + time.perf_counter() - start
+
     def outcome(self, check):
         """The worst outcome of ``check`` over the variants."""
         outcomes = {row.outcome for row in self.rows if row.check == check}
@@ -673,19 +677,11 @@ MUTABLE = "Functional and Mutable Operators"
 PYTHON_OPS = "Custom Python Operators"
 LAYOUTS_PAGE = "Layouts, CUDA Graphs and Streams"
 FIXES = [  # (check, pattern of the detail, page, section): the first match wins
-    ("", r"u\d+ >= 2", SHAPES, "A fake kernel for a data-dependent size"),
-    ("compiled", r"capture_dynamic", SHAPES, "Output sizes that depend on the data"),
-    ("", r"stride", TROUBLE, "Fake kernel with the wrong strides"),
-    ("", r"dtype", TROUBLE, "The two detectors"),
-    ("", r"fake impl|fake kernel|meta", TROUBLE, "No fake kernel under torch.compile"),
-    ("", r"not defined as mutable|after the call differs", MUTABLE,
-     "What breaks when mutates_args lies"),
-    ("", r"alias", MUTABLE, "Never return an input, or a view of one"),
-    ("", r"device", TROUBLE, "Tensors on the wrong device"),
     ("", r"torch\.no_grad", "What a Custom Operator Costs",
      "Switching autograd off, properly"),
     ("", r"^no backward", PYTHON_OPS, "Adding training support for crop"),
     ("", r"^no double backward", TROUBLE, "A backward written in NumPy"),
+    ("eager", r"", LAYOUTS_PAGE, "What the operator receives"),
     ("gradients", r"", PYTHON_OPS, "Adding training support for crop"),
     ("test_autograd", r"", PYTHON_OPS, "Adding training support for crop"),
     ("gradcheck", r"", PYTHON_OPS, "gradcheck catches it"),
@@ -695,7 +691,15 @@ FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("vmap", r"", "Training and Other Registrations", "Batching with register_vmap"),
     ("recompiles", r"", SHAPES, "A fake kernel that specializes"),
     ("layout", r"", LAYOUTS_PAGE, "An operator that sees the layout"),
-    ("eager", r"", LAYOUTS_PAGE, "What the operator receives"),
+    ("", r"u\d+ >= 2", SHAPES, "A fake kernel for a data-dependent size"),
+    ("compiled", r"capture_dynamic", SHAPES, "Output sizes that depend on the data"),
+    ("", r"stride", TROUBLE, "Fake kernel with the wrong strides"),
+    ("", r"dtype", TROUBLE, "The two detectors"),
+    ("", r"fake impl|fake kernel|meta", TROUBLE, "No fake kernel under torch.compile"),
+    ("", r"not defined as mutable|after the call differs", MUTABLE,
+     "What breaks when mutates_args lies"),
+    ("", r"alias", MUTABLE, "Never return an input, or a view of one"),
+    ("", r"device", TROUBLE, "Tensors on the wrong device"),
     ("compiled", r"differs", "Check Your Own Operator", "Row by row"),
     ("export", r"", "Custom Operators in torch.export", "Export needs fake kernels"),
     ("", r"", TROUBLE, "Which check catches which mistake"),
@@ -1178,6 +1182,9 @@ def gradient_status(run, variant, report):
     inputs = [(t, n) for t, n in zip(tensors, names, strict=True) if t.requires_grad]
     if not inputs:
         return Outcome("not applicable", "no floating-point argument to differentiate")
+    said = refusal(run, sample)
+    if said is not None:
+        return Outcome("limitation", f"refuses inputs that require grad: {said}")
     with quiet():
         outputs = [t for t in flat_tensors(run.call(sample)) if t.requires_grad]
     if not outputs:
@@ -1194,16 +1201,12 @@ def gradient_status(run, variant, report):
         return Outcome("failed", f"the backward raises: {detail}")
     for (_, name), g in zip(inputs, grads, strict=True):
         if g is None:
-            report.rows.append(
-                Row(
-                    "gradients",
-                    f"#{variant.index} {variant.device}",
-                    "limitation",
-                    f"{name} gets no gradient: the backward returns None for it, so "
-                    "training it silently learns nothing",
-                    see_for("gradients", ""),
-                )
+            said = (
+                f"{name} gets no gradient: the backward returns None for it, so "
+                "training it silently learns nothing"
             )
+            where, see = f"#{variant.index} {variant.device}", see_for("gradients", "")
+            report.rows.append(Row("gradients", where, "limitation", said, see))
     reached = {n for (t, n), g in zip(inputs, grads, strict=True) if g is not None}
     return reached or Outcome("limitation", "no argument gets a gradient")
 
@@ -1252,8 +1255,8 @@ def plan(variant, gradient_variant):
     checks = list(OPCHECK_TESTS)
     if variant.layout not in ("contiguous", "empty"):
         checks.append("layout")
-    if gradient_variant:
-        checks += GRADIENT_CHECKS
+    if gradient_variant or (variant.given and variant.dtype is None):
+        checks += GRADIENT_CHECKS  # without floats: rows that say so
     if variant.given:
         checks.append("vmap")
     checks.append("compiled")
@@ -1279,33 +1282,17 @@ def variants_of(run, index, sample, devices, dtypes, written, nondifferentiable)
     differentiable = frozenset(
         n for n in names if n not in written and n not in nondifferentiable
     )
-    own_device = str(tensors[0].device) if tensors else "cpu"
+    own_type = tensors[0].device.type if tensors else "cpu"
+    types = [torch.device(device).type for device in devices]
+    home_device = devices[types.index(own_type)] if own_type in types else devices[0]
+    home = ("contiguous", reference, home_device, False)  # the sample as given
     made, rows = [], []
 
     def add(layout, dtype, device, grad, base, label=None):
-        name = (
-            f"#{index} {label or layout} {dtype_name(dtype)}{' grad' * grad} {device}"
-        )
-        given = (layout, dtype, device, grad) == (
-            "contiguous",
-            reference,
-            own_device,
-            False,
-        )
-        made.append(
-            Variant(
-                name,
-                index,
-                base,
-                layout,
-                dtype,
-                device,
-                grad,
-                differentiable,
-                written,
-                given,
-            )
-        )
+        kind = " ".join([label or layout, dtype_name(dtype)] + ["grad"] * grad)
+        given = (layout, dtype, device, grad) == home
+        fields = (base, layout, dtype, device, grad, differentiable, written, given)
+        made.append(Variant(f"#{index} {kind} {device}", index, *fields))
 
     for device in devices:
         base = convert(sample, device, reference)
@@ -1313,18 +1300,9 @@ def variants_of(run, index, sample, devices, dtypes, written, nondifferentiable)
         for layout in LAYOUTS:
             values = base
             if layout == "expanded":
-                values = base.map(
-                    lambda v, n: (
-                        v
-                        if not isinstance(v, Tensor) or n in written
-                        else first_row_everywhere(v)
-                    )
-                )
-            if any(
-                changes(t, layout)
-                for t, n in zip(*values.named_tensors(), strict=True)
-                if n not in written
-            ):
+                values = base.map(lambda v, n: first_row_everywhere(v, n in written))
+            laid_out = zip(*values.named_tensors(), strict=True)
+            if any(changes(t, layout) for t, n in laid_out if n not in written):
                 add(layout, reference, device, False, values)
         sizes = empty_sizes(run, base)
         if isinstance(sizes, dict):
@@ -1332,24 +1310,11 @@ def variants_of(run, index, sample, devices, dtypes, written, nondifferentiable)
             label = "empty(" + ",".join(sorted({names[i] for i, _ in sizes})) + ")"
             add("empty", reference, device, False, emptied, label)
         else:
-            rows.append(
-                Row(
-                    "eager",
-                    f"#{index} empty {device}",
-                    "not applicable",
-                    f"no empty variant: {sizes}",
-                )
-            )
+            why = f"no empty variant: {sizes}"
+            rows.append(Row("eager", f"#{index} empty {device}", "not applicable", why))
         if floats:
-            for dtype in dtypes:
-                if dtype != reference:
-                    add(
-                        "contiguous",
-                        dtype,
-                        device,
-                        False,
-                        convert(sample, device, dtype),
-                    )
+            for dtype in (d for d in dtypes if d != reference):
+                add("contiguous", dtype, device, False, convert(sample, device, dtype))
             add("contiguous", reference, device, True, base)
             if reference != torch.float64:
                 grad64 = convert(sample, device, torch.float64)
@@ -1367,10 +1332,9 @@ def written_by_call(run, sample, declared):
     copies = sample.map(lambda v, n: v.detach().clone() if is_tensor(v) else v)
     written = set(declared)
     if refusal(run, copies) is None:
-        for after, before, name in zip(
-            copies.tensors(), *sample.named_tensors(), strict=True
-        ):
-            if not torch.equal(after.nan_to_num(), before.detach().nan_to_num()):
+        before, names = sample.named_tensors()
+        for after, old, name in zip(copies.tensors(), before, names, strict=True):
+            if not torch.equal(after.nan_to_num(), old.detach().nan_to_num()):
                 written.add(name)
     return frozenset(written)
 
@@ -1381,20 +1345,10 @@ def eager_row(run, variant):
     if said is None:
         return None
     if variant.given:
-        return Row(
-            "eager",
-            variant.name,
-            "failed",
-            f"the operator refuses its own sample: {said}",
-        )
+        return Row("eager", variant.name, "failed", f"refuses its own sample: {said}")
     if variant.layout in LAYOUTS:
-        return Row(
-            "eager",
-            variant.name,
-            "limitation",
-            f"refuses {variant.layout} inputs: {said}",
-            see_for("eager", said),
-        )
+        detail = f"refuses {variant.layout} inputs: {said}"
+        return Row("eager", variant.name, "limitation", detail, see_for("eager", said))
     return Row(
         "eager", variant.name, "not applicable", f"the kernel refuses it: {said}"
     )
@@ -1444,6 +1398,7 @@ def check_operator(
         raise ValueError("check_operator needs at least one sample")
     if not isinstance(nondifferentiable, dict):
         nondifferentiable = dict.fromkeys(nondifferentiable, "declared")
+    skip_grad = set(nondifferentiable)
     skip, limitations = dict(skip or {}), dict(limitations or {})
     overloads = [overload_for(op, sample) for sample in samples]
     declarations(overloads[0], nondifferentiable, skip, limitations, devices)
@@ -1452,41 +1407,24 @@ def check_operator(
         name += f".{overloads[0]._overloadname}"
     report = Report(name)
     for argument, reason in nondifferentiable.items():
-        report.rows.append(
-            Row(
-                "gradients",
-                "declared",
-                "limitation",
-                f"{argument} is not differentiable: {reason}",
-            )
-        )
+        said = f"{argument} is not differentiable: {reason}"
+        report.rows.append(Row("gradients", "declared", "limitation", said))
     for what, reason in skip.items():
-        report.rows.append(
-            Row(
-                what if what in CHECKS else "eager",
-                "declared",
-                "skipped",
-                f"{what}: {reason}",
-            )
-        )
+        check = what if what in CHECKS else "eager"
+        report.rows.append(Row(check, "declared", "skipped", f"{what}: {reason}"))
     for index, (sample, overload) in enumerate(zip(samples, overloads, strict=True)):
         run = Run(overload, exact, nondet_tol)
-        declared = {
-            a.name
-            for a in overload._schema.arguments
-            if a.alias_info and a.alias_info.is_write
-        }
+        arguments = overload._schema.arguments
+        declared = {a.name for a in arguments if a.alias_info and a.alias_info.is_write}
         start = time.perf_counter()
         written = written_by_call(run, sample, declared)
-        variants, rows = variants_of(
-            run, index, sample, devices, dtypes, written, nondifferentiable
+        found, rows = variants_of(
+            run, index, sample, devices, dtypes, written, skip_grad
         )
         report.rows += rows
-        report.variants += len(variants)
-        report.seconds["setup"] = (
-            report.seconds.get("setup", 0) + time.perf_counter() - start
-        )
-        for variant in variants:
+        report.variants += len(found)
+        report.spent("setup", start)
+        for variant in found:
             if {variant.layout, dtype_name(variant.dtype), variant.device} & set(skip):
                 continue
             run_variant(run, variant, report, skip, limitations)
@@ -1494,31 +1432,19 @@ def check_operator(
 
 
 def run_variant(run, variant, report, skip, limitations):
-    gradient_variant = (
-        variant.grad
-        and variant.dtype == torch.float64
-        and variant.layout == "contiguous"
-    )
-    checks = [c for c in plan(variant, gradient_variant) if c not in skip]
+    contiguous64 = (variant.layout, variant.dtype) == ("contiguous", torch.float64)
+    checks = [c for c in plan(variant, variant.grad and contiguous64) if c not in skip]
     start = time.perf_counter()
     refused = eager_row(run, variant)
     key = (variant.index, variant.device)
     if refused is None and key not in run.gradients and variant.dtype is not None:
         run.gradients[key] = gradient_status(run, variant, report)
-    report.seconds["setup"] = (
-        report.seconds.get("setup", 0) + time.perf_counter() - start
-    )
+    report.spent("setup", start)
     if refused is not None:
         report.rows.append(refused)
+        why = f"the variant it runs on is refused: {refused.detail}"
         for check in (c for c in checks if c in ONCE_PER_SAMPLE):
-            report.rows.append(
-                Row(
-                    check,
-                    variant.name,
-                    "not applicable",
-                    f"the variant it runs on is refused: {refused.detail}",
-                )
-            )
+            report.rows.append(Row(check, variant.name, "not applicable", why))
         return
     torch.compiler.reset()
     for check in checks:
@@ -1543,9 +1469,7 @@ def run_variant(run, variant, report, skip, limitations):
                 result = error
             timed = check
         report.rows.append(verdict(run, variant, check, result, limitations))
-        report.seconds[timed] = (
-            report.seconds.get(timed, 0) + time.perf_counter() - start
-        )
+        report.spent(timed, start)
 
 
 # %%
