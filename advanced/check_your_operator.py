@@ -11,8 +11,8 @@ one sample: it derives the inputs a caller may really pass (other memory
 layouts, empty tensors, other precisions, with and without gradients, every
 device), runs every check on each, and returns a table whose rows say what
 is a bug, what is a limitation of the operator, and what it could not check.
-The page runs the module's own code on a correct operator, on eleven broken
-ones and on two of torchvision's operators.
+The page runs the module's own code on a correct operator, on eleven that do
+not pass and on two of torchvision's operators.
 
 .. grid:: 2
 
@@ -1579,10 +1579,11 @@ print(f"torch.func.jvp through silu: tangent all zeros: {not tangent.any()}")
 assert not tangent.any()
 
 # %%
-# Eleven broken operators
-# -----------------------
+# Eleven operators that do not pass
+# ---------------------------------
 #
-# Each operator below is ``silu`` with one mistake. The first two get the
+# Ten operators below have one mistake each, most of them ``silu`` with a
+# twist; the eleventh is correct but nondeterministic. The first two get the
 # layout wrong. ``silu_wrong_strides`` has a fake kernel that ignores the
 # input's layout and always promises a row-major result. ``silu_row_major``
 # reads its input's memory in address order, as a C loop over
@@ -1674,11 +1675,12 @@ def _(x):
 silu_int_fake.register_autograd(silu_backward, setup_context=save_input)
 
 # %%
-# Five more mistakes that only the newer checks see. ``silu_offset`` reads
-# its input from the start of the storage, as a C++ kernel that uses
-# ``x.storage().data()`` instead of ``x.data_ptr()`` does, and so ignores the
-# storage offset of a view. ``silu_upcasts`` computes half precision in
-# float32 and forgets to cast back.
+# Four more mistakes, and a nondeterministic operator, that only the newer
+# checks see. ``silu_offset`` reads its input from the start of the storage,
+# as a C++ kernel that uses ``x.storage().data()`` instead of
+# ``x.data_ptr()`` does, and so ignores the storage offset of a view.
+# ``silu_upcasts`` computes half precision in float32 and forgets to cast
+# back.
 
 
 @torch.library.custom_op("checkop::silu_offset", mutates_args=())
