@@ -319,10 +319,11 @@ def overload_for(op, sample):
 #
 # From each sample the checker derives variants: the sample row-major
 # (``contiguous``), in column-major order (``permuted``), as every other
-# element of a wider buffer (``strided``), with every row the first one in
-# memory (``expanded``: stride 0), one element into its storage (``offset``),
-# and with a size of zero (``empty``); in each dtype of ``dtypes``; with
-# gradients, in its own precision and in float64; on every device. Layouts
+# element of a wider buffer (``strided``), with every row the first one
+# (``expanded``: stride 0, other values in the memory behind the view), one
+# element into its storage (``offset``), and with a size of zero (``empty``);
+# in each dtype of ``dtypes``; with gradients, in its own precision and in
+# float64; on every device. Layouts
 # are tried in the sample's precision without gradients, precisions in
 # row-major order. A ``dtype`` or ``device`` argument equal to the sample's
 # follows the variant (an accumulation dtype, say), and tensors of another
@@ -344,7 +345,9 @@ def relayout(t, layout):
         wide[..., ::2] = t
         return wide[..., ::2]
     if layout == "expanded" and t.dim() and t.shape[0] > 1:
-        return t[:1].clone().expand(t.shape)  # only one row in memory
+        memory = t.new_zeros(t.shape)  # behind the view: zeros, not the rows
+        memory[:1] = t[:1]
+        return memory[:1].expand(t.shape)
     if layout == "offset" and t.numel():
         storage = t.new_zeros(t.numel() + 1)
         storage[1:] = t.reshape(-1)
@@ -1876,15 +1879,15 @@ plt.show()
 #   strides. Inductor checks the strides of every custom operator's output
 #   when the compiled code runs (the ``expected size ... stride`` line), so
 #   both compiled checks fail on every release.
-# * ``silu_row_major`` fails ``layout`` on the permuted and strided variants,
-#   where it reads the wrong elements, and its kernel refuses the expanded
-#   variant, which holds one row in memory: a limitation, as a clear
-#   refusal of a layout always is. ``opcheck`` compares traced results with
-#   eager ones, but never with a reference, so a kernel that is wrong the same
-#   way in both modes passes it; the compiled and exported programs hand the
-#   kernel the same strided input and reproduce its wrong values bit for bit.
-#   Without a backward, compiling on inputs that require grad fails although
-#   eager mode runs: a limitation, with its remedy.
+# * ``silu_row_major`` fails ``layout`` on the permuted, strided and expanded
+#   variants, where it reads the wrong elements: the expanded view shows the
+#   first row everywhere, while the memory it reads in address order holds
+#   zeros after it. ``opcheck`` compares traced results with eager ones, but
+#   never with a reference, so a kernel that is wrong the same way in both
+#   modes passes it; the compiled and exported programs hand the kernel the
+#   same strided input and reproduce its wrong values bit for bit. Without a
+#   backward, compiling on inputs that require grad fails although eager mode
+#   runs: a limitation, with its remedy.
 
 compiled_failures = [
     row for row in reports["silu_wrong_strides"].failed if "compiled" in row.check
@@ -1894,9 +1897,7 @@ assert all("permuted" in row.variant for row in reports["silu_wrong_strides"].fa
 
 row_major_report = reports["silu_row_major"]
 layout_failures = {row.variant.split()[1] for row in row_major_report.failed}
-assert layout_failures == {"permuted", "strided"}, layout_failures
-refused = [row for row in row_major_report.rows if row.check == "eager"]
-assert any(r.outcome == "limitation" and "expanded" in r.variant for r in refused)
+assert layout_failures == {"permuted", "strided", "expanded"}, layout_failures
 no_backward = [r for r in row_major_report.limitations if r.check == "compiled"]
 assert no_backward and all(r.detail == NO_BACKWARD_REMEDY for r in no_backward)
 print(NO_BACKWARD_REMEDY)

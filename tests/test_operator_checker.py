@@ -219,12 +219,27 @@ def scale_row_major_fake(x: Tensor, factor: float) -> Tensor:
 
 scale_row_major_fake.register_fake(lambda x, factor: x.new_empty(x.shape))
 
-good = check_operator(scale, [Sample(torch.randn(3, 4), factor=2.0)])
-bad = check_operator(scale_row_major_fake, [Sample(torch.randn(3, 4), factor=2.0)])
+
+@torch.library.custom_op("fresh::scale_contiguous_only", mutates_args=())
+def scale_contiguous_only(x: Tensor, factor: float) -> Tensor:
+    if not x.is_contiguous():
+        raise ValueError("x must be contiguous")
+    return x * factor
+
+
+scale_contiguous_only.register_fake(lambda x, factor: torch.empty_like(x))
+
+sample = Sample(torch.randn(3, 4), factor=2.0)
+good = check_operator(scale, [sample])
+bad = check_operator(scale_row_major_fake, [sample])
+strict = check_operator(scale_contiguous_only, [sample])
 print(good)
 print(json.dumps({
     "good": [good.passed, sorted({r.check for r in good.limitations})],
     "bad": [bad.passed, sorted({(r.check, r.variant.split()[1]) for r in bad.failed})],
+    "strict": [strict.passed, sorted({
+        r.variant.split()[1] for r in strict.limitations if r.check == "eager"
+    })],
 }))
 """
 
@@ -262,3 +277,5 @@ def test_the_downloaded_module_checks_an_operator_where_only_torch_is_installed(
     assert found["bad"][0] is False
     assert {check for check, _ in found["bad"][1]} >= {"test_faketensor", "compiled"}
     assert {layout for _, layout in found["bad"][1]} == {"permuted"}
+    # A clear refusal of a layout is a limitation of the operator, not a bug.
+    assert found["strict"] == [True, ["expanded", "permuted", "strided"]], found
