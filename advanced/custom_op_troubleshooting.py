@@ -228,8 +228,10 @@ assert not permuted.is_contiguous() and permuted.t().is_contiguous()
 # * ``test_aot_dispatch_dynamic``: do forward and backward survive
 #   ``torch.compile``'s tracing?
 #
-# It never checks the numbers. This operator, meant to negate, also doubles:
-# every test passes, and only a reference finds the bug.
+# It never compares the numbers with a reference: ``test_aot_dispatch_dynamic``
+# compares the traced run with the eager one, which is wrong the same way.
+# This operator, meant to negate, also doubles: every test passes, and only a
+# reference finds the bug.
 
 WRONG_VALUES = "Wrong values"
 
