@@ -133,8 +133,9 @@ bench-checker: venv
 # The workflow linters, pinned in tools/lint-requirements.txt and installed
 # into an environment of their own (keyed by that file's hash, like the
 # site's), so that they never change the site environment: check-jsonschema
-# validates every workflow against the GitHub-workflow schema it ships, and
-# zizmor audits them offline, failing on any finding of medium severity or more.
+# validates every workflow against the GitHub-workflow schema it ships (and
+# .github/dependabot.yml against Dependabot's), and zizmor audits them offline,
+# failing on any finding of medium severity or more.
 LINT_REQUIREMENTS := tools/lint-requirements.txt
 LINT_HASH := $(shell sha256sum < $(LINT_REQUIREMENTS) | cut -c1-16)
 LINT_VENV ?= $(CACHE_HOME)/pytorch-custom-ops-site/lint-py$(PYTHON_VERSION)-$(LINT_HASH)
@@ -145,7 +146,8 @@ lint-venv:
 
 workflows-lint: lint-venv
 	$(LINT_VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
-	$(LINT_VENV)/bin/zizmor --offline --min-severity medium --no-progress .github/workflows
+	$(LINT_VENV)/bin/check-jsonschema --builtin-schema vendor.dependabot .github/dependabot.yml
+	$(LINT_VENV)/bin/zizmor --offline --min-severity medium --no-progress .github
 
 lint: venv
 	$(BIN)/ruff check .

@@ -9,6 +9,10 @@ extension does what that takes beyond Sphinx's own translation:
 * every page links to the same page in the other edition (the navbar's
   "English | 简体中文" and ``<link rel="alternate" hreflang>``), with
   relative links that work from ``file://``;
+* where the site is published (``html_baseurl``, from ``SITE_URL``: the
+  English edition's address), a translated edition's address is its folder
+  under it, so that its pages name themselves as canonical and its notebooks
+  link to its own pages;
 * our extensions' own strings (the stamp, the card footers, the floor) come
   from the catalog ``_ext/locale/<language>/LC_MESSAGES/site.po``;
 * each translated page says in one line where its code and output come from;
@@ -144,6 +148,16 @@ def add_edition_links(app, pagename, templatename, context, doctree):
         for _, href, tag, _ in links
     )
     context["metatags"] = context.get("metatags", "") + alternates
+
+
+def edition_baseurl(app, config):
+    """The published address of this build's edition: ``html_baseurl`` (the
+    site's, where English lives) with the edition's folder added."""
+    folder = EDITIONS.get(language_of(app), ("", "", ""))[1]
+    base = config.html_baseurl
+    if not base or not folder or base.rstrip("/").endswith("/" + folder.rstrip("/")):
+        return
+    config.html_baseurl = base.rstrip("/") + "/" + folder
 
 
 # -- What a translated page says about itself --------------------------------
@@ -414,6 +428,7 @@ def setup(app):
     if (app.config.language or "").startswith("zh"):
         app.add_search_language(chinese_search())
     app.connect("config-inited", register_catalog)
+    app.connect("config-inited", edition_baseurl)
     app.connect("html-page-context", add_edition_links)
     app.connect("doctree-read", note_translated_output, priority=600)
     app.connect("doctree-read", translate_running_time)

@@ -14,10 +14,12 @@ The pure merge logic is tested in tests/unit/test_records_merge.py.
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 
+import matrix
 import pytest
 from conftest import (
     MATRIX,
@@ -73,7 +75,7 @@ def environments():
     return sorted(path.name for path in (envs.cache_home() / "matrix").glob("torch-*"))
 
 
-def matrix_py(project, *args, timeout=300):
+def matrix_py(project, *args, timeout=300, env=None):
     return subprocess.run(
         [sys.executable, "tools/matrix.py", *args],
         cwd=project,
@@ -81,7 +83,27 @@ def matrix_py(project, *args, timeout=300):
         text=True,
         timeout=timeout,
         stdin=subprocess.DEVNULL,
+        env=None if env is None else {**without_toolkits(os.environ), **env},
     )
+
+
+def without_toolkits(environ):
+    """The environment less the variables that name CUDA toolkits."""
+    return {k: v for k, v in environ.items() if not k.startswith("CUDA_HOME")}
+
+
+def toolkits(folder, release):
+    """A stand-in for /usr/local holding a CUDA toolkit (a folder with a
+    bin/nvcc) of the CUDA major version ``release``'s torch was built with:
+    the GPU lane runs nothing without one."""
+    venv = envs.matrix_venv(
+        next(r for r in MATRIX["releases"] if r["torch"] == release)
+    )
+    cuda = matrix.torch_cuda_version(venv[0])
+    nvcc = folder / f"cuda-{cuda}" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\n")
+    return {"PYTORCH_SITE_CUDA_TOOLKITS": str(folder)}
 
 
 def without_run_time(records):
@@ -229,6 +251,7 @@ def test_the_gpu_lane_fails_pages_that_did_not_run_on_cuda(project, tmp_path):
         str(folder),
         "--require-cuda",
         "--strict",
+        env=toolkits(tmp_path / "local", PINNED),
     )
     assert process.returncode == 1, process.stdout[-3000:] + process.stderr[-3000:]
     records = read(folder)
@@ -236,3 +259,25 @@ def test_the_gpu_lane_fails_pages_that_did_not_run_on_cuda(project, tmp_path):
     for by_release in records.values():
         assert by_release[PINNED]["result"] == "fail"
         assert by_release[PINNED]["error"].startswith("--require-cuda: ")
+
+
+def test_the_gpu_lane_runs_nothing_without_the_release_cuda_toolkit(project, tmp_path):
+    # A runner without the toolkit would record the pages that build CUDA
+    # kernels as failed on every release; the release is refused instead,
+    # by name, and records nothing.
+    folder = tmp_path / "gpu-shard"
+    (tmp_path / "local").mkdir()
+    process = matrix_py(
+        project,
+        "run",
+        "--release",
+        PINNED,
+        "--records",
+        str(folder),
+        "--require-cuda",
+        env={"PYTORCH_SITE_CUDA_TOOLKITS": str(tmp_path / "local")},
+    )
+    assert process.returncode == 1, process.stdout[-3000:] + process.stderr[-3000:]
+    assert f"torch {PINNED}: not run: --require-cuda: no CUDA " in process.stdout
+    assert "toolkit for its CUDA" in process.stdout
+    assert not folder.exists()

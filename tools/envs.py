@@ -29,7 +29,8 @@ install fails, whether the package registry could be reached at all.
     python tools/envs.py releases [--json] [RELEASE ...]
                                                      the matrix's releases, one
                                                      a line or as a JSON list
-                                                     (the workflows' fan-out)
+                                                     (matrix.py plan lists them
+                                                     for the workflow)
     python tools/envs.py tools --venv DIR --requirements FILE
                                                      a small environment of
                                                      tools (the workflow linters)

@@ -21,7 +21,10 @@ records that no longer match a page's source.
 
     python tools/matrix.py run [--release R ...] [--page NAME ...] [--probe]
                                [--records DIR] [--require-cuda] [--strict]
-    python tools/matrix.py merge [--into DIR] SHARD_DIR ...
+    python tools/matrix.py plan [--lane cpu|gpu] [--gpu-runner LABELS] [R ...]
+                                        the workflow's fan-out, as step outputs
+    python tools/matrix.py merge [--into DIR] [--lane cpu|gpu] [--dry-run]
+                                 [--summary FILE] [--github-output FILE] DIR ...
                                         combine shards' records (CI)
     python tools/matrix.py table        the matrix as a Markdown table
     python tools/matrix.py stale        list records that no longer match
@@ -34,15 +37,32 @@ job has no site environment.)
 
 ``--records DIR`` writes the records into DIR instead of ``versions/records``:
 one shard of the matrix workflow (``.github/workflows/matrix.yml``) runs one
-release into an empty folder, and ``merge`` combines the shards' folders into
-``versions/records``. Two shards that recorded the same page, release and code
-with different results conflict: ``merge`` names each such pair and writes
-nothing.
+release into a folder of its own, and ``merge`` combines the shards' folders
+into ``versions/records``. A folder given to ``merge`` is a shard (it holds
+``<page>.json`` files) or a folder of shards (one subfolder each, as the
+workflow downloads them); a merge that finds no record at all fails. Two
+shards that recorded the same page, release and code with different results
+conflict: ``merge`` names each such pair and writes nothing.
+
+``merge --lane gpu`` merges the GPU lane's shards over the records already
+there: a GPU record replaces the record of the same page and release unless
+both recorded the same code with different results (a page that passes on the
+CPU and fails on CUDA, or the reverse); then the record there stays and the
+disagreement is listed. ``--summary FILE`` appends a Markdown table of what
+changed, release by release (the job summary and the pull request's body),
+``--github-output FILE`` the counts and a title as step outputs, and
+``--dry-run`` reports without writing (a shard's own summary).
 
 ``--require-cuda`` is the GPU lane's: a page that passed but whose devices line
 lacks ``cuda``, or any page of a release whose torch sees no CUDA device, is
 recorded as ``fail``, except the pages ``[pages] cpu_only`` in
-``versions/matrix.toml`` names (pages with no CUDA path by design).
+``versions/matrix.toml`` names (pages with no CUDA path by design). The pages
+that build CUDA kernels need the CUDA toolkit of the release's CUDA major
+version: for each release, ``CUDA_HOME_<major>_<minor>`` or ``CUDA_HOME_<major>``
+names it, or it is found as ``/usr/local/cuda-<major>.<minor>`` (the newest of
+that major otherwise), and the pages get it as ``CUDA_HOME``. A release with
+none runs no page and records nothing: the run names what to install and
+fails, as for a release that cannot be installed.
 
 ``--probe`` runs the pages with their floor check disabled, to find out how far
 back a page really goes; it prints the table and writes no records.
@@ -132,7 +152,7 @@ def classify(returncode, stdout, stderr, timed_out):
     return "fail", first_error_line(stderr)
 
 
-def run_page(venv, release, page, timeout, probe):
+def run_page(venv, release, page, timeout, probe, extra_env=None):
     from pagelib import contract
 
     source = EXAMPLES / f"{page}.py"
@@ -148,6 +168,7 @@ def run_page(venv, release, page, timeout, probe):
             "MPLBACKEND": "Agg",
             **envs.release_caches(release["torch"]),
             "PYTHONDONTWRITEBYTECODE": "1",
+            **(extra_env or {}),
         }
         env.pop("TRITON_INTERPRET", None)
         start = time.perf_counter()
@@ -198,6 +219,58 @@ def cuda_available(venv):
 
 
 CUDA_PROBE = "import torch; print(torch.cuda.is_available())"
+
+# Where NVIDIA's installers put the CUDA toolkits (cuda-12.8, cuda-13.0, ...);
+# the tests point it elsewhere.
+TOOLKITS = Path(os.environ.get("PYTORCH_SITE_CUDA_TOOLKITS", "/usr/local"))
+
+
+def torch_cuda_version(venv):
+    """The CUDA version the torch of ``venv`` was built with ('12.8'), or None
+    for a CPU build; read from torch/version.py, without importing torch."""
+    for path in sorted(Path(venv).glob("lib/python*/site-packages/torch/version.py")):
+        found = re.search(
+            r"^cuda\b[^=]*=\s*['\"]([\d.]+)['\"]", path.read_text(), re.MULTILINE
+        )
+        return found.group(1) if found else None
+    return None
+
+
+def version_tuple(text):
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def cuda_toolkit(cuda, environ=None, root=None):
+    """(the CUDA_HOME to build kernels for a torch built with CUDA ``cuda``,
+    or None; where it came from, or what is missing).
+
+    nvcc must have the same major version as torch's CUDA (torch's extension
+    builder refuses another major and only warns about another minor).
+    """
+    environ = os.environ if environ is None else environ
+    root = TOOLKITS if root is None else Path(root)
+    major, minor = cuda.split(".")[:2]
+    for name in (f"CUDA_HOME_{major}_{minor}", f"CUDA_HOME_{major}"):
+        if environ.get(name):
+            home = Path(environ[name])
+            if (home / "bin" / "nvcc").is_file():
+                return home, f"{name}={home}"
+            return None, f"{name}={home} holds no bin/nvcc"
+    installed = sorted(
+        root.glob(f"cuda-{major}.*"),
+        key=lambda home: (
+            home.name == f"cuda-{major}.{minor}",
+            version_tuple(home.name),
+        ),
+        reverse=True,
+    )
+    for home in installed:
+        if (home / "bin" / "nvcc").is_file():
+            return home, str(home)
+    return None, (
+        f"no CUDA {major} toolkit for its CUDA {cuda}: set CUDA_HOME_{major} "
+        f"to one, or install one as {root}/cuda-{major}.<minor>"
+    )
 
 
 def require_cuda(record, cuda):
@@ -271,6 +344,25 @@ def run(args):
             missing[release["torch"]] = str(exit_.code or "failed")
             print(f"matrix: torch {release['torch']} could not be installed")
 
+    # The GPU lane: the pages that build CUDA kernels need the toolkit of the
+    # release's CUDA; a release without one runs no page and records nothing
+    # (its records would say the page fails, not that the runner lacks it).
+    toolkit_env = {}
+    if args.require_cuda:
+        for release, venv in list(ready):
+            cuda_version = torch_cuda_version(venv)
+            if cuda_version is None:
+                home, why = None, "its torch is built without CUDA"
+            else:
+                home, why = cuda_toolkit(cuda_version)
+            if home is None:
+                missing[release["torch"]] = f"--require-cuda: {why}"
+                ready.remove((release, venv))
+                print(f"matrix: torch {release['torch']}: {why}")
+            else:
+                toolkit_env[release["torch"]] = {"CUDA_HOME": str(home)}
+                print(f"matrix: torch {release['torch']} builds CUDA with {why}")
+
     # The GPU lane: a release whose torch sees no GPU runs no page; each is
     # recorded as failed, with why.
     cuda = {}
@@ -295,7 +387,14 @@ def run(args):
             # No page may pass on a GPU lane without a GPU, CPU-only or not.
             record = not_run(release, page, "--require-cuda: no CUDA device")
         else:
-            record = run_page(venv, release, page, args.timeout, args.probe)
+            record = run_page(
+                venv,
+                release,
+                page,
+                args.timeout,
+                args.probe,
+                toolkit_env.get(release["torch"]),
+            )
         if args.require_cuda and page not in envs.load_matrix()["pages"].get(
             "cpu_only", []
         ):
@@ -322,7 +421,7 @@ def run(args):
         table({p: {r: results[p, r] for (p2, r) in results if p2 == p} for p in chosen})
     )
     for release, why in missing.items():
-        print(f"torch {release}: not installed: {why}")
+        print(f"torch {release}: not run: {why}")
     failed = [key for key, record in results.items() if record["result"] == "fail"]
     return 1 if missing else 0 if not args.strict or not failed else 1
 
@@ -370,33 +469,240 @@ def merge_records(shards):
     return merged
 
 
+def shard_folders(folder):
+    """The shards in ``folder``: the folder itself when it holds records, or
+    each of its subfolders that does (the workflow downloads every shard's
+    artifact into a folder of its own, ``shards/<release>/``)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        sys.exit(f"merge: {folder} is not a folder of records")
+    if any(folder.glob("*.json")):
+        return [folder]
+    return sorted(sub for sub in folder.iterdir() if any(sub.glob("*.json")))
+
+
+def lane_updates(before, merged, lane):
+    """What a lane's merged records change in ``before``: ``(updates,
+    disagreements)``, each {page: {release: record}}.
+
+    The CPU lane's records replace those before them, as a run of ``make
+    matrix`` would. A GPU record replaces one before it too (it adds CUDA to
+    the page's devices), unless both are of the same code and their results
+    differ: the GPU lane then says something about the GPU runner (a missing
+    toolkit, an old driver, a page's CUDA branch), and the record before it
+    stays; the GPU record is listed as a disagreement.
+    """
+    updates, disagreements = {}, {}
+    for page, by_release in merged.items():
+        for release, record in by_release.items():
+            held = before.get(page, {}).get(release)
+            if (
+                lane == "gpu"
+                and held is not None
+                and held.get("code_digest") == record.get("code_digest")
+                and held.get("result") != record.get("result")
+            ):
+                disagreements.setdefault(page, {})[release] = record
+            else:
+                updates.setdefault(page, {})[release] = record
+    return updates, disagreements
+
+
+MARKS = {"pass": "✓", "fail": "✗", "below-floor": "–"}
+
+
+def describe_change(held, record, disagreement=False):
+    """One cell of the table of what a merge changes (Markdown)."""
+    mark = MARKS[record["result"]]
+    if disagreement:
+        return f"{MARKS[held['result']]} kept, GPU {mark}"
+    if held is None:
+        return f"{mark} new"
+    if held.get("result") != record["result"]:
+        return f"**{mark}** was {MARKS.get(held.get('result'), '?')}"
+    cuda = "cuda" in (record.get("devices") or [])
+    if cuda and "cuda" not in (held.get("devices") or []):
+        return f"{mark} +CUDA"
+    if held.get("code_digest") != record.get("code_digest"):
+        return f"{mark} new code"
+    return mark
+
+
+def change_report(before, merged, lane, updates, disagreements):
+    """The merge's summary: counts, a page x release table of what changed,
+    and every failure with its error. Returns (markdown, counts)."""
+    releases = sorted(
+        {release for by_release in merged.values() for release in by_release},
+        key=release_key,
+    )
+    counts = {"records": 0, "changed": 0, "new": 0, "failing": 0, "disagree": 0}
+    rows, failures = [], []
+    for page in sorted(merged):
+        cells = []
+        for release in releases:
+            record = merged[page].get(release)
+            if record is None:
+                cells.append("·")
+                continue
+            held = before.get(page, {}).get(release)
+            disagreement = release in disagreements.get(page, {})
+            counts["records"] += 1
+            counts["disagree"] += disagreement
+            if not disagreement:
+                counts["new"] += held is None
+                counts["changed"] += (
+                    held is not None and held.get("result") != (record["result"])
+                )
+            failing = record["result"] == "fail" and not disagreement
+            counts["failing"] += failing
+            if record["result"] == "fail":
+                where = "GPU lane only, kept out" if disagreement else "recorded"
+                failures.append(
+                    f"- `{page}`, torch {release} ({where}): {record.get('error')}"
+                )
+            cells.append(describe_change(held, record, disagreement))
+        rows.append(f"| {page} | " + " | ".join(cells) + " |")
+    lines = [
+        f"### Version matrix, {lane.upper()} lane: {counts['records']} record(s) "
+        f"of {len(merged)} page(s) on {len(releases)} release(s)",
+        "",
+        f"Results changed: {counts['changed']}; new records: {counts['new']}; "
+        f"failing: {counts['failing']}"
+        + (
+            f"; GPU results that disagree with the CPU's (kept out): "
+            f"{counts['disagree']}"
+            if lane == "gpu"
+            else ""
+        )
+        + ".",
+        "",
+        "| page | " + " | ".join(releases) + " |",
+        "| --- | " + " | ".join("---" for _ in releases) + " |",
+        *rows,
+        "",
+        "✓ passes, ✗ fails, – stops below its floor; **bold**: the result "
+        "changed (was: the committed one); new: no record before; new code: "
+        "the page's code changed since its last record; +CUDA: now also ran "
+        "on CUDA; · not in this run.",
+    ]
+    if failures:
+        lines += ["", "Failures:", "", *failures]
+    return "\n".join(lines) + "\n", counts
+
+
+def merge_title(lane, counts):
+    title = (
+        f"Version matrix records, {lane.upper()} lane: {counts['records']} record(s)"
+    )
+    details = []
+    if counts["changed"]:
+        details.append(f"{counts['changed']} changed")
+    if counts["failing"]:
+        details.append(f"{counts['failing']} failing")
+    if counts["disagree"]:
+        details.append(f"{counts['disagree']} GPU disagreement(s)")
+    return title + (f" ({', '.join(details)})" if details else "")
+
+
 def merge(args):
     """Merge the shards' records into ``args.into`` (``versions/records``).
 
     The shards must agree with each other (``merge_records``); what they
-    recorded replaces what the folder held for the same page and release, as
-    a run of ``make matrix`` would.
+    recorded then goes over what the folder held for the same page and
+    release as ``lane_updates`` says.
     """
     shards = []
     for folder in args.shards:
-        if not Path(folder).is_dir():
-            sys.exit(f"merge: {folder} is not a folder of records")
-        shards.append((str(folder), load_records(folder)))
+        shards.extend(
+            (str(shard), load_records(shard)) for shard in shard_folders(folder)
+        )
+    if not shards:
+        print(
+            "merge: no records in "
+            + ", ".join(map(str, args.shards))
+            + ": no shard of this run wrote any",
+            file=sys.stderr,
+        )
+        return 1
     try:
         merged = merge_records(shards)
     except Conflict as conflict:
         print(f"merge: {conflict}", file=sys.stderr)
         return 1
     before = load_records(args.into)
+    updates, disagreements = lane_updates(before, merged, args.lane)
+    report, counts = change_report(before, merged, args.lane, updates, disagreements)
     count = 0
-    for page, by_release in merged.items():
+    for page, by_release in updates.items():
         for release, record in by_release.items():
             old = before.get(page, {}).get(release)
             if old is not None and old.get("result") != record["result"]:
                 print(f"{page} torch {release}: {old['result']} -> {record['result']}")
-            save_record(page, release, record, args.into)
+            if not args.dry_run:
+                save_record(page, release, record, args.into)
             count += 1
-    print(f"merge: {count} records from {len(shards)} shard(s) into {args.into}")
+    for page, by_release in disagreements.items():
+        for release, record in by_release.items():
+            print(
+                f"{page} torch {release}: the GPU lane says {record['result']} "
+                f"({record.get('error')}), kept {before[page][release]['result']}"
+            )
+    verb = "would merge" if args.dry_run else "merged"
+    print(f"merge: {verb} {count} records from {len(shards)} shard(s) into {args.into}")
+    if args.summary:
+        with open(args.summary, "a", encoding="utf-8") as summary:
+            summary.write(report)
+    if args.github_output:
+        with open(args.github_output, "a", encoding="utf-8") as outputs:
+            for key, value in counts.items():
+                outputs.write(f"{key}={value}\n")
+            outputs.write(f"title={merge_title(args.lane, counts)}\n")
+    return 0
+
+
+# -- The workflow's fan-out ----------------------------------------------------
+
+
+def runner_labels(text):
+    """The GPU_RUNNER repository variable as the labels of ``runs-on``: one
+    label (``gpu``) or a JSON list of them (``["self-hosted", "gpu"]``)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if text.startswith("["):
+        try:
+            labels = json.loads(text)
+        except ValueError:
+            labels = None
+        if (
+            not isinstance(labels, list)
+            or not labels
+            or not all(isinstance(label, str) and label.strip() for label in labels)
+        ):
+            envs.stop(f"GPU_RUNNER is not a JSON list of runner labels: {text}")
+        return labels
+    if re.search(r"[\s,]", text):
+        envs.stop(
+            f'GPU_RUNNER holds one label or a JSON list of them (["self-hosted", '
+            f'"gpu"]), not {text!r}'
+        )
+    return [text]
+
+
+def plan(args):
+    """The fan-out of ``.github/workflows/matrix.yml``, as step outputs: the
+    releases (all, or those named), the lane and the GPU runner's labels."""
+    names = envs.release_names(args.releases)
+    labels = runner_labels(args.gpu_runner)
+    if args.lane == "gpu" and labels is None:
+        envs.stop(
+            "the GPU lane needs a runner: set the repository variable GPU_RUNNER "
+            "to its label (see README.md, The workflows)"
+        )
+    print(f"releases={json.dumps(names)}")
+    print(f"lane={args.lane}")
+    # A skipped job's runs-on is never used, but must still be valid.
+    print(f"gpu-runner={json.dumps(labels or ['ubuntu-24.04'])}")
     return 0
 
 
@@ -504,6 +810,14 @@ def main():
     merge_parser = sub.add_parser("merge")
     merge_parser.add_argument("shards", nargs="+", type=Path)
     merge_parser.add_argument("--into", type=Path, default=RECORDS)
+    merge_parser.add_argument("--lane", choices=("cpu", "gpu"), default="cpu")
+    merge_parser.add_argument("--dry-run", action="store_true")
+    merge_parser.add_argument("--summary", type=Path)
+    merge_parser.add_argument("--github-output", type=Path)
+    plan_parser = sub.add_parser("plan")
+    plan_parser.add_argument("releases", nargs="*")
+    plan_parser.add_argument("--lane", choices=("cpu", "gpu"), default="cpu")
+    plan_parser.add_argument("--gpu-runner", default="")
     sub.add_parser("table")
     sub.add_parser("stale")
     sub.add_parser("rekey")
@@ -512,6 +826,8 @@ def main():
         sys.exit(run(args))
     if args.command == "merge":
         sys.exit(merge(args))
+    if args.command == "plan":
+        sys.exit(plan(args))
     if args.command == "table":
         print(table(load_records()))
     elif args.command == "rekey":

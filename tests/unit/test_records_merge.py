@@ -2,6 +2,7 @@
 lane's verdict (``--require-cuda``) and the fan-out's list of releases
 (tools/envs.py releases), without running a page."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -156,3 +157,221 @@ def test_the_fan_out_can_be_narrowed_and_refuses_unknown_releases():
     unknown = subprocess.run(command + ["0.0.1"], capture_output=True, text=True)
     assert unknown.returncode != 0
     assert "not in matrix.toml: 0.0.1" in unknown.stderr
+
+
+# -- The workflow's layouts, lanes and summaries ---------------------------------
+
+
+def test_a_folder_of_shards_and_a_single_shard_merge_alike(tmp_path):
+    # download-artifact puts one artifact straight into its path and several
+    # each into a subfolder; the shards upload their release's folder, so the
+    # merge job sees shards/<release>/ either way, and a flat folder still
+    # counts as one shard.
+    nested = tmp_path / "nested"
+    write_shard(nested / "2.14.1", {"a": {"2.14.1": record()}})
+    write_shard(nested / "2.15.0", {"a": {"2.15.0": record()}})
+    flat = write_shard(tmp_path / "flat", {"a": {"2.15.0": record()}})
+    assert matrix.shard_folders(nested) == [nested / "2.14.1", nested / "2.15.0"]
+    assert matrix.shard_folders(flat) == [flat]
+    for folder, releases in ((nested, ["2.14.1", "2.15.0"]), (flat, ["2.15.0"])):
+        into = tmp_path / f"into-{folder.name}"
+        merged = run_merge("--into", into, folder)
+        assert merged.returncode == 0, merged.stderr
+        assert list(matrix.load_records(into)["a"]) == releases
+
+
+def test_a_merge_that_finds_no_record_fails(tmp_path):
+    (tmp_path / "shards" / "2.15.0").mkdir(parents=True)
+    merged = run_merge("--into", tmp_path / "records", tmp_path / "shards")
+    assert merged.returncode == 1
+    assert "no shard of this run wrote any" in merged.stderr
+    assert not (tmp_path / "records").exists()
+
+
+def test_a_gpu_failure_never_replaces_a_cpu_result_of_the_same_code():
+    cpu_pass = record(devices=["cpu"])
+    before = {
+        "a": {"2.15.0": cpu_pass},
+        "b": {"2.15.0": cpu_pass},
+        "c": {"2.15.0": record(digest="old0")},
+    }
+    merged = {
+        "a": {"2.15.0": record("fail")},  # same code: the CPU pass stays
+        "b": {"2.15.0": record(devices=["cpu", "cuda"])},  # adds CUDA
+        "c": {"2.15.0": record("fail")},  # other code: the newer record
+        "d": {"2.15.0": record("fail")},  # nothing before it
+    }
+    updates, disagreements = matrix.lane_updates(before, merged, "gpu")
+    assert disagreements == {"a": {"2.15.0": merged["a"]["2.15.0"]}}
+    assert sorted(updates) == ["b", "c", "d"]
+    # The CPU lane replaces whatever was there, as make matrix does.
+    updates, disagreements = matrix.lane_updates(before, merged, "cpu")
+    assert disagreements == {} and updates == merged
+
+
+def test_the_gpu_lane_merge_keeps_cpu_passes_and_reports_why(tmp_path):
+    into = write_shard(
+        tmp_path / "records", {"a": {"2.15.0": record()}, "b": {"2.15.0": record()}}
+    )
+    gpu = write_shard(
+        tmp_path / "shards" / "2.15.0",
+        {
+            "a": {"2.15.0": record("fail", devices=None)},
+            "b": {"2.15.0": record(devices=["cpu", "cuda"])},
+        },
+    )
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs"
+    merged = run_merge(
+        "--into",
+        into,
+        "--lane",
+        "gpu",
+        "--summary",
+        summary,
+        "--github-output",
+        outputs,
+        gpu.parent,
+    )
+    assert merged.returncode == 0, merged.stderr
+    written = matrix.load_records(into)
+    assert written["a"]["2.15.0"] == record()
+    assert written["b"]["2.15.0"]["devices"] == ["cpu", "cuda"]
+    assert "a torch 2.15.0: the GPU lane says fail" in merged.stdout
+    table = summary.read_text()
+    assert "| page | 2.15.0 |" in table
+    assert "| a | ✓ kept, GPU ✗ |" in table
+    assert "| b | ✓ +CUDA |" in table
+    assert "- `a`, torch 2.15.0 (GPU lane only, kept out): RuntimeError: boom" in table
+    assert (
+        "title=Version matrix records, GPU lane: 2 record(s) (1 GPU disagreement(s))"
+        in (outputs.read_text())
+    )
+
+
+def test_the_summary_is_a_release_by_page_table_of_what_changed(tmp_path):
+    into = write_shard(
+        tmp_path / "records",
+        {"a": {"2.14.1": record(), "2.15.0": record()}, "b": {"2.15.0": record()}},
+    )
+    shards = tmp_path / "shards"
+    write_shard(shards / "2.14.1", {"a": {"2.14.1": record("fail")}})
+    write_shard(
+        shards / "2.15.0",
+        {"a": {"2.15.0": record()}, "b": {"2.15.0": record(digest="new0")}},
+    )
+    write_shard(shards / "2.16.0", {"c": {"2.16.0": record()}})
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs"
+    merged = run_merge(
+        "--into", into, "--summary", summary, "--github-output", outputs, shards
+    )
+    assert merged.returncode == 0, merged.stderr
+    lines = summary.read_text().splitlines()
+    assert lines[0] == (
+        "### Version matrix, CPU lane: 4 record(s) of 3 page(s) on 3 release(s)"
+    )
+    assert "Results changed: 1; new records: 1; failing: 1." in lines
+    assert "| page | 2.14.1 | 2.15.0 | 2.16.0 |" in lines
+    assert "| a | **✗** was ✓ | ✓ | · |" in lines
+    assert "| b | · | ✓ new code | · |" in lines
+    assert "| c | · | · | ✓ new |" in lines
+    assert "- `a`, torch 2.14.1 (recorded): RuntimeError: boom" in lines
+    assert (
+        "title=Version matrix records, CPU lane: 4 record(s) (1 changed, 1 failing)"
+        in outputs.read_text().splitlines()
+    )
+
+
+def test_a_dry_run_reports_and_writes_nothing(tmp_path):
+    into = write_shard(tmp_path / "records", {"a": {"2.15.0": record()}})
+    before = (into / "a.json").read_text()
+    shard = write_shard(tmp_path / "shard", {"a": {"2.15.0": record("fail")}})
+    summary = tmp_path / "summary.md"
+    merged = run_merge("--into", into, "--dry-run", "--summary", summary, shard)
+    assert merged.returncode == 0, merged.stderr
+    assert "would merge 1 records" in merged.stdout
+    assert "| a | **✗** was ✓ |" in summary.read_text()
+    assert (into / "a.json").read_text() == before
+
+
+# -- The GPU lane's CUDA toolkits ----------------------------------------------
+
+
+def toolkit(folder):
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    return folder
+
+
+def test_the_toolkit_of_the_release_cuda_major_is_found(tmp_path):
+    root = tmp_path / "local"
+    toolkit(root / "cuda-12.6")
+    toolkit(root / "cuda-12.9")
+    toolkit(root / "cuda-13.0")
+    (root / "cuda-12.10").mkdir()  # no nvcc: not a toolkit
+    assert matrix.cuda_toolkit("12.6", {}, root)[0] == root / "cuda-12.6"
+    assert matrix.cuda_toolkit("12.8", {}, root)[0] == root / "cuda-12.9"
+    assert matrix.cuda_toolkit("13.2", {}, root)[0] == root / "cuda-13.0"
+    home, why = matrix.cuda_toolkit("11.8", {}, root)
+    assert home is None
+    assert why.startswith("no CUDA 11 toolkit for its CUDA 11.8: set CUDA_HOME_11")
+
+
+def test_a_toolkit_named_by_a_variable_comes_first_and_must_hold_nvcc(tmp_path):
+    root = tmp_path / "local"
+    toolkit(root / "cuda-12.8")
+    named = toolkit(tmp_path / "opt" / "cuda")
+    environ = {"CUDA_HOME_12": str(named)}
+    assert matrix.cuda_toolkit("12.8", environ, root) == (
+        named,
+        f"CUDA_HOME_12={named}",
+    )
+    exact = {"CUDA_HOME_12_8": str(tmp_path / "none"), **environ}
+    home, why = matrix.cuda_toolkit("12.8", exact, root)
+    assert home is None and why.endswith("holds no bin/nvcc")
+
+
+def test_torch_cuda_version_is_read_without_importing_torch(tmp_path):
+    version = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "torch"
+    version.mkdir(parents=True)
+    (version / "version.py").write_text(
+        "__version__ = '2.15.0+cu132'\ncuda: Optional[str] = '13.2'\n"
+    )
+    assert matrix.torch_cuda_version(tmp_path / "env") == "13.2"
+    (version / "version.py").write_text("cuda: Optional[str] = None\n")
+    assert matrix.torch_cuda_version(tmp_path / "env") is None
+
+
+# -- The fan-out -------------------------------------------------------------------
+
+
+def plan(capsys, *releases, lane="cpu", gpu_runner=""):
+    """matrix.py plan's step outputs, or its one line on stderr."""
+    args = argparse.Namespace(releases=list(releases), lane=lane, gpu_runner=gpu_runner)
+    try:
+        assert matrix.plan(args) == 0
+    except SystemExit as stopped:
+        assert stopped.code != 0
+        return capsys.readouterr().err
+    return dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+
+
+def test_the_plan_names_the_releases_lane_and_gpu_runner(capsys):
+    newest = envs.releases()[-1]["torch"]
+    outputs = plan(capsys, lane="gpu", gpu_runner='["self-hosted", "gpu"]')
+    assert json.loads(outputs["releases"]) == envs.release_names()
+    assert outputs["lane"] == "gpu"
+    assert json.loads(outputs["gpu-runner"]) == ["self-hosted", "gpu"]
+    outputs = plan(capsys, newest, gpu_runner="gpu")
+    assert json.loads(outputs["releases"]) == [newest]
+    assert outputs["lane"] == "cpu"
+    assert json.loads(outputs["gpu-runner"]) == ["gpu"]
+
+
+def test_the_gpu_lane_without_a_runner_stops_in_one_line(capsys):
+    for runner in ("", "  "):
+        stopped = plan(capsys, lane="gpu", gpu_runner=runner)
+        assert stopped.count("\n") == 1
+        assert "set the repository variable GPU_RUNNER" in stopped
+    for bad in ("gpu linux", "[]", '["gpu", ""]', "[gpu"):
+        stopped = plan(capsys, lane="gpu", gpu_runner=bad)
+        assert stopped.count("\n") == 1 and "GPU_RUNNER" in stopped, bad
