@@ -133,11 +133,13 @@ def pinned_torch():
 
 
 def downloads(page):
-    """The .py and .ipynb files a built page offers for download."""
+    """The .py and .ipynb files a built page offers for download: its own
+    script and notebook (a page may offer other files, such as a module)."""
     html = page.read_text()
     found = {}
     for suffix in ("py", "ipynb"):
-        (href,) = set(re.findall(rf'href="([^"]*_downloads/[^"]*\.{suffix})"', html))
+        own = rf'href="([^"]*_downloads/[^"]*/{re.escape(page.stem)}\.{suffix})"'
+        (href,) = set(re.findall(own, html))
         found[suffix] = page.parent / href
     return found
 
