@@ -81,69 +81,54 @@ if not torch.cuda.is_available():
 # What the checker runs
 # ---------------------
 #
-# Every check runs on the variants where it can say something: all of them
-# for ``opcheck``'s four tests and the static compilation, the others on the
-# kinds the third column names.
+# Every check runs on the variants where it can say something, in brackets,
+# and names the page that teaches it:
 #
 # .. list-table::
 #    :header-rows: 1
-#    :widths: 22 44 16 18
+#    :widths: 35 65
 #
 #    * - check
 #      - fails when
-#      - variants
-#      - taught in
-#    * - ``test_schema``
-#      - the operator writes or aliases an argument against its schema
-#      - all
-#      - :ref:`sphx_glr_tutorials_mutable_custom_ops.py`
-#    * - ``test_autograd_registration``
-#      - autograd support is registered in an unsupported way
-#      - all
-#      - :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
-#    * - ``test_faketensor``
+#    * - ``test_schema`` (all)
+#      - the operator writes or aliases an argument against its schema:
+#        :ref:`sphx_glr_tutorials_mutable_custom_ops.py`
+#    * - ``test_autograd_registration`` (all)
+#      - autograd support is registered in an unsupported way:
+#        :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
+#    * - ``test_faketensor`` (all)
 #      - the fake kernel's output differs from the real one in shape,
-#        strides, dtype or device
-#      - all
-#      - :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
-#    * - ``test_aot_dispatch_dynamic``
+#        strides, dtype or device:
+#        :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
+#    * - ``test_aot_dispatch_dynamic`` (all)
 #      - the forward or the backward, traced by AOTAutograd with symbolic
-#        sizes, fails or gives other values than eager mode
-#      - all
-#      - :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
-#    * - ``layout``
+#        sizes, fails or gives other values than eager mode:
+#        :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py`
+#    * - ``layout`` (other layouts)
 #      - the outputs or gradients on a variant differ from those on its
-#        row-major copy
-#      - other layouts
-#      - :ref:`sphx_glr_tutorials_strides_and_runtime.py`
-#    * - ``gradcheck``, ``gradgradcheck``
-#      - in float64, the backward disagrees with finite differences, or its
-#        own derivative disagrees with it
-#      - float64 with gradients
-#      - :ref:`sphx_glr_tutorials_python_custom_ops.py`
-#    * - ``forward AD``
-#      - forward-mode derivatives (``jvp``) disagree with finite differences
-#      - float64 with gradients
-#      - :ref:`sphx_glr_tutorials_custom_op_transforms.py`
-#    * - ``vmap``
-#      - ``torch.func.vmap`` gives other results than a loop
-#      - the sample
-#      - :ref:`sphx_glr_tutorials_custom_op_registrations.py`
-#    * - ``compiled``, ``compiled dynamic``
-#      - ``torch.compile(fullgraph=True)`` with Inductor fails, or its
-#        results (bit for bit) or gradients (within tolerance) differ from
-#        eager mode
-#      - all; dynamic on the sample, permuted, empty and with gradients
-#      - :ref:`sphx_glr_tutorials_python_custom_ops.py`
-#    * - ``export + load``, ``export decomposed``
+#        row-major copy: :ref:`sphx_glr_tutorials_strides_and_runtime.py`
+#    * - ``gradcheck``, ``gradgradcheck`` (float64 with gradients)
+#      - the backward disagrees with finite differences, or its own
+#        derivative disagrees with it:
+#        :ref:`sphx_glr_tutorials_python_custom_ops.py`
+#    * - ``forward AD`` (float64 with gradients)
+#      - forward-mode derivatives (``jvp``) disagree with finite
+#        differences: :ref:`sphx_glr_tutorials_custom_op_transforms.py`
+#    * - ``vmap`` (the sample)
+#      - ``torch.func.vmap`` gives other results than a loop:
+#        :ref:`sphx_glr_tutorials_custom_op_registrations.py`
+#    * - ``compiled`` (all), ``compiled dynamic`` (the sample, permuted,
+#        empty, with gradients)
+#      - ``torch.compile`` with ``fullgraph=True`` and Inductor fails, or
+#        its results (bit for bit) or gradients (within tolerance) differ
+#        from eager mode: :ref:`sphx_glr_tutorials_python_custom_ops.py`
+#    * - ``export + load``, ``export decomposed`` (without gradients)
 #      - ``torch.export`` fails, or the program saved and loaded, or after
-#        ``run_decompositions()``, gives other results than eager mode
-#      - without gradients
-#      - :ref:`sphx_glr_tutorials_custom_ops_in_export.py`
-#    * - ``recompiles``
-#      - a dynamic compilation compiles again for larger sizes
-#      - the sample
-#      - :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`
+#        ``run_decompositions()``, gives other results than eager mode:
+#        :ref:`sphx_glr_tutorials_custom_ops_in_export.py`
+#    * - ``recompiles`` (the sample)
+#      - a dynamic compilation compiles again for larger sizes:
+#        :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`
 #
 # Every row of the report has one of five outcomes:
 #

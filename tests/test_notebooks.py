@@ -54,6 +54,7 @@ PROVIDERS = {
     "setuptools": "setuptools",
     "expecttest": "expecttest",
     "installer": "installer",
+    "pytest": "pytest",
 }
 
 
