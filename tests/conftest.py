@@ -126,6 +126,17 @@ def make(*targets, cwd=REPO, variables=(), timeout=3600, env=None):
     return run(cmd, cwd=cwd, timeout=timeout, env=env)
 
 
+@pytest.fixture(scope="session")
+def uv():
+    """uv, installed from the registry by tools/envs.py if need be."""
+    found = envs.uv_executable()
+    if found is None:
+        if in_ci():
+            pytest.fail("uv could not be installed")
+        pytest.skip("uv could not be installed")
+    return found
+
+
 def pinned_torch():
     """The torch version requirements.txt pins: the site's own release."""
     text = (REPO / "requirements.txt").read_text()

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, WHEEL_PAGES, floor_release, in_ci, run
+from conftest import REPO, WHEEL_PAGES, floor_release, run
 
 sys.path.insert(0, str(REPO / "_ext"))
 sys.path.insert(0, str(REPO / "tools"))
@@ -55,16 +55,6 @@ def first_cell_packages(page):
 
 def project_name(spec):
     return re.split(r"[=<>!~\[; ]", spec, maxsplit=1)[0].lower()
-
-
-@pytest.fixture(scope="module")
-def uv():
-    found = envs.uv_executable()
-    if found is None:
-        if in_ci():
-            pytest.fail("uv could not be installed")
-        pytest.skip("uv could not be installed")
-    return found
 
 
 def site_pins(tmp_path_factory, *, with_torch):

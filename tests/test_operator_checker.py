@@ -26,7 +26,7 @@ import textwrap
 
 import envs
 import pytest
-from conftest import REPO, in_ci, pinned_torch, run
+from conftest import REPO, pinned_torch, run
 
 from pagelib import page_module
 
@@ -242,16 +242,6 @@ print(json.dumps({
     })],
 }))
 """
-
-
-@pytest.fixture(scope="module")
-def uv():
-    found = envs.uv_executable()
-    if found is None:
-        if in_ci():
-            pytest.fail("uv could not be installed")
-        pytest.skip("uv could not be installed")
-    return found
 
 
 def test_the_downloaded_module_checks_an_operator_where_only_torch_is_installed(
