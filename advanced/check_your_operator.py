@@ -835,10 +835,10 @@ def quiet():
 
 
 @contextlib.contextmanager
-def dynamo_settings(run):
+def dynamo_settings(capture):
     """Up to PyTorch 2.9, Dynamo captures an operator whose output size depends
     on the data only with two settings on (a private module: torch._dynamo)."""
-    if not run.capture:
+    if not capture:
         yield
         return
     with torch._dynamo.config.patch(
@@ -1030,7 +1030,7 @@ def compare_compiled(run, variant, dynamic):
     reference = variant.args()
     expected = outcome_with_gradients(run, variant, run.caller(reference), reference)
     sample = variant.args()
-    with dynamo_settings(run):
+    with dynamo_settings(run.capture):
         actual = outcome_with_gradients(run, variant, compiled, sample)
     same(actual[0], expected[0], run.tolerances(variant.dtype), "compiled, ")
     # Inductor compiles a backward made of PyTorch operations anew: its
@@ -1106,7 +1106,7 @@ def check_recompiles(run, variant):
         return Outcome("not applicable", grown)
     compiled = torch.compile(run.caller(grown[0]), fullgraph=True, dynamic=True)
     sizes = " -> ".join("x".join(map(str, g.tensors()[0].shape)) for g in grown)
-    with dynamo_settings(run):
+    with dynamo_settings(run.capture):
         try:
             compiled(*grown[0].tensors())
         except Exception as error:
@@ -2034,11 +2034,8 @@ with warnings.catch_warnings(record=True) as said:
     warnings.simplefilter("always")
     opcheck_results = torch.library.opcheck(nms_op, one_box, raise_exception=False)
 assert opcheck_results == dict.fromkeys(OPCHECK_TESTS, "SUCCESS")
-capture = contextlib.nullcontext()
-if RELEASE < (2, 10):  # Dynamo's setting for data-dependent sizes (see below)
-    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
-try:
-    with capture, warnings.catch_warnings():
+try:  # with Dynamo's settings for data-dependent sizes where needed (see below)
+    with dynamo_settings(RELEASE < (2, 10)), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.compile(torchvision.ops.nms, fullgraph=True)(*one_box)
 except Exception as error:
