@@ -28,18 +28,16 @@ import envs
 import pytest
 from conftest import REPO, pinned_torch, run
 
+from conf import page_modules
 from pagelib import page_module
 
 PAGE = REPO / "advanced" / "check_your_operator.py"
-SETTINGS = {
-    "section": "The checker",
-    "module": "operator_checker.py",
-}
+SECTION = page_modules[PAGE.name]["section"]
 
 
 def page_module_code():
     """The module's code as the page's source gives it, docstring aside."""
-    return page_module.module_body(PAGE.read_text(), SETTINGS["section"])
+    return page_module.module_body(PAGE.read_text(), SECTION)
 
 
 FIELD_TEST = """

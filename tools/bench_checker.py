@@ -23,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from conf import page_modules  # noqa: E402
 from pagelib import page_module  # noqa: E402
 
 TARGET_SECONDS = 10.0
@@ -124,10 +125,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=CORPUS)
     options = parser.parse_args()
-    page = (REPO / "advanced" / "check_your_operator.py").read_text()
+    page = REPO / "advanced" / "check_your_operator.py"
+    section = page_modules[page.name]["section"]
     results = []
     with tempfile.TemporaryDirectory() as folder:
-        module = page_module.module_body(page, "The checker")
+        module = page_module.module_body(page.read_text(), section)
         (Path(folder) / "operator_checker.py").write_text(module)
         (Path(folder) / "case.py").write_text(CASE)
         for name in options.only or CORPUS:

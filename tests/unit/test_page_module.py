@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conf import page_modules
 from pagelib import page_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +80,8 @@ CHECKER_PAGE = REPO / "advanced" / "check_your_operator.py"
 
 
 def checker_module():
-    return page_module.module_source(CHECKER_PAGE.read_text(), "The checker", "doc")
+    section = page_modules[CHECKER_PAGE.name]["section"]
+    return page_module.module_source(CHECKER_PAGE.read_text(), section, "doc")
 
 
 def test_the_checker_module_imports_only_torch_and_the_standard_library():
