@@ -32,6 +32,7 @@ import posixpath
 import re
 from pathlib import Path
 
+import verified_stamp
 from docutils import nodes
 from sphinx.locale import get_translation
 from sphinx.util import logging as sphinx_logging
@@ -195,14 +196,16 @@ def translate_running_time(app, doctree):
         match = RUNNING_TIME.match(paragraph.astext())
         if not match:
             continue
-        replacement = nodes.paragraph(classes=paragraph["classes"])
-        replacement += nodes.strong(text=_("Total running time of the script:"))
-        replacement += nodes.Text(
-            " "
-            + _("({minutes} minutes {seconds} seconds)").format(
-                minutes=match.group(1), seconds=match.group(2)
-            )
+        label = str(_("Total running time of the script:"))
+        time = _("({minutes} minutes {seconds} seconds)").format(
+            minutes=match.group(1), seconds=match.group(2)
         )
+        # No space after a label that ends in full-width punctuation, as in
+        # the stamp.
+        text = verified_stamp.join_sentences([label, time])
+        replacement = nodes.paragraph(classes=paragraph["classes"])
+        replacement += nodes.strong(text=label)
+        replacement += nodes.Text(text[len(label) :])
         paragraph.replace_self(replacement)
 
 
@@ -214,12 +217,41 @@ THUMB_TOOLTIP = re.compile(
 THUMB_TITLE = re.compile(r'(<div class="sphx-glr-thumbnail-title">)(.*?)(</div>)', re.S)
 
 
+# Chinese sets no space beside full-width punctuation, nor between two Han
+# characters; a space stays between Han and Latin text (locale/GLOSSARY.md).
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_FULL_WIDTH = re.compile(r"[\u3000-\u303f\uff00-\uffef]")
+_EMPHASIS = re.compile(r"([ \n]?)(\*\*?)([^*\s](?:[^*]*[^*\s])?)\2([ \n]?)")
+
+
+def _no_gap(left, right):
+    if _FULL_WIDTH.match(left) or _FULL_WIDTH.match(right):
+        return True
+    return bool(_HAN.match(left) and _HAN.match(right))
+
+
+def _emphasis_without_gaps(match):
+    """``即 *分发器* 中`` -> ``即*分发器*中``, and ``*custom_op* 内部`` kept."""
+    text = match.string
+    before = text[match.start() - 1] if match.start() else ""
+    after = text[match.end() : match.end() + 1]
+    lead, mark, inner, trail = match.groups()
+    if lead and _no_gap(before, inner[0]):
+        lead = ""
+    if trail and _no_gap(inner[-1], after):
+        trail = ""
+    return lead + mark + inner + mark + trail
+
+
 def intro_and_title(script_text, name):
     """(summary, title) of a script as Sphinx-Gallery shows them on its
     thumbnail: the docstring's first paragraph and title, markup removed."""
     from sphinx_gallery.gen_rst import extract_intro_and_title
 
     docstring = ast.get_docstring(ast.parse(script_text)) or ""
+    # The glossary's spaces around ``*emphasis*`` next to Chinese text are
+    # only there for the reST; without the asterisks they are bare gaps.
+    docstring = _EMPHASIS.sub(_emphasis_without_gaps, docstring)
     return extract_intro_and_title(name, docstring)
 
 
@@ -434,5 +466,7 @@ def setup(app):
     app.connect("doctree-read", translate_running_time)
     app.connect("doctree-read", translate_gallery_index)
     app.connect("doctree-read", translate_figure_alt)
-    app.connect("doctree-read", translate_execution_times)
+    # Before Sphinx records the page's title (priority 500), which the
+    # <title> and the breadcrumb show.
+    app.connect("doctree-read", translate_execution_times, priority=400)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
