@@ -88,3 +88,17 @@ def test_an_english_thumbnail_is_as_sphinx_gallery_writes_it():
     assert editions.intro_and_title(script, "x.py") == extract_intro_and_title(
         "x.py", docstring
     )
+
+
+def test_computation_times_are_translated_before_sphinx_records_the_title():
+    """Sphinx's TitleCollector takes the page's <title> and breadcrumb from the
+    doctree at doctree-read, with the default priority (500)."""
+    connected = {}
+    app = SimpleNamespace(
+        config=SimpleNamespace(language="en"),  # setup() connects the same
+        connect=lambda event, handler, priority=500: connected.update(
+            {(event, handler): priority}
+        ),
+    )
+    editions.setup(app)
+    assert connected["doctree-read", editions.translate_execution_times] < 500
