@@ -6,8 +6,8 @@ After this page you will be able to call your own custom operator on
 ``DTensor`` inputs, the sharded tensors behind PyTorch's tensor and sequence
 parallelism, by telling DTensor how the operator may be sharded with
 ``register_sharding``. The page starts two real processes that talk over the
-gloo backend, shards a matrix across them in each of the ways DTensor knows,
-and checks every sharded result against the same operator on the whole
+gloo backend, shards a matrix across them by rows, by columns and not at
+all, and checks every sharded result against the same operator on the whole
 tensor.
 
 .. grid:: 2
@@ -23,6 +23,8 @@ tensor.
        * How a ``Partial`` output postpones a reduction
        * Why a wrong rule gives wrong numbers without an error, and how to
          catch it
+       * How to keep the write of an operator that writes into an argument,
+         and how a rule may depend on a non-tensor argument
 
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
@@ -44,7 +46,11 @@ tensor.
       decorated with ``register_sharding(torch.ops.<ns>.<op>.default)``.
    #. Leave out any placement whose local result would be wrong: DTensor
       then redistributes the input first, which costs communication but
-      stays correct.
+      stays correct. An argument the kernel writes into is the exception:
+      a redistributed copy takes the write and the caller's tensor keeps
+      its old values, so build the pairs from that argument's own placement.
+   #. Give non-tensor arguments the placement ``None``; if the rule depends
+      on one, make it an ``int``, which DTensor's cache key includes.
    #. Register the rule before the first call, at import time.
    #. On a real multi-process run, compare the sharded result
       (``full_tensor()``) with the operator on the whole tensor, for every
@@ -54,7 +60,8 @@ A ``DTensor`` is a global tensor split across the processes (ranks) of a
 device mesh. Each rank holds a local piece, and each dimension of the mesh
 says how: ``Shard(d)`` splits tensor dimension ``d`` between the ranks,
 ``Replicate()`` gives every rank a full copy, and ``Partial()`` gives every
-rank a full-size tensor whose sum over ranks is the true value. When an
+rank a full-size tensor whose sum over ranks is the true value (a sum by
+default; ``Partial("max")``, ``"min"`` or ``"avg"`` name other reductions). When an
 operator meets DTensor inputs, DTensor looks up a *sharding rule* for it,
 runs the operator on each rank's local piece, and wraps the local results in
 a new DTensor. PyTorch's built-in operators come with rules; your custom
@@ -79,6 +86,7 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
 
 import datetime
 import logging
+import math
 import multiprocessing
 import os
 import socket
@@ -160,15 +168,16 @@ print("both operators match PyTorch on the whole matrix; opcheck passed")
 #
 # A real job starts one process per device, usually with ``torchrun``, and
 # every process runs the same script. A page cannot be launched that way, so
-# ``run_on_two_ranks`` starts the workers itself, with
-# ``torch.multiprocessing.start_processes``. It *forks* them: a forked worker
-# is a copy of this process, with the operators and rules registered so far,
-# and starts without importing PyTorch again. (Forking needs an operating
-# system that offers it, such as Linux; the cell checks.) Each worker joins a
-# gloo process group on ``127.0.0.1``, builds a one-dimensional mesh of the
-# two ranks, runs the experiment it was given and saves what it returns. If
-# a worker raises, the other is stopped and the exception comes back here
-# with the worker's traceback; a deadline stops workers that hang.
+# ``run_on_ranks(experiment)`` *forks* two workers (on Linux and other
+# systems that offer ``fork``, which the cell checks): each is a copy of
+# this process, with the operators and rules registered so far. Each worker
+# joins a gloo group on ``127.0.0.1``, builds a mesh of the ranks, calls
+# ``experiment(mesh)`` and sends back what it returned; an exception in a
+# worker stops both and comes back here with the worker's traceback. The
+# helper is hidden on the web page; the downloaded script and notebook
+# contain it.
+
+# sphinx_gallery_start_ignore
 
 
 def free_port():
@@ -177,34 +186,41 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def worker(rank, experiment, port, folder):
+def worker(rank, experiment, port, folder, mesh_shape):
     # Each rank writes its output (gloo's connection messages, warnings) to
     # a log file of its own, not to this page or notebook.
     log = open(f"{folder}/rank{rank}.log", "w", buffering=1)
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
-    torch.set_num_threads(1)  # two ranks on a shared CPU
+    torch.set_num_threads(1)  # the ranks share the CPU
     dist.init_process_group(
         "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
         rank=rank,
-        world_size=2,
+        world_size=math.prod(mesh_shape),
         timeout=datetime.timedelta(seconds=60),
     )
-    mesh = init_device_mesh("cpu", (2,))
+    mesh = init_device_mesh("cpu", mesh_shape)
     torch.save(experiment(mesh), f"{folder}/rank{rank}.pt")
     # No destroy_process_group(): the worker process ends here, and its exit
     # closes the group's connections.
 
 
-def run_on_two_ranks(experiment, deadline_s=120):
+def run_on_ranks(experiment, mesh_shape=(2,), deadline_s=120):
+    """What experiment(mesh) returned on each rank, in rank order."""
     # start_processes logs each worker it stops; the exception says enough.
     logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+    ranks = math.prod(mesh_shape)
     with tempfile.TemporaryDirectory() as folder:
-        args = (experiment, free_port(), folder)
+        args = (experiment, free_port(), folder, mesh_shape)
         workers = torch.multiprocessing.start_processes(
-            worker, args=args, nprocs=2, join=False, daemon=True, start_method="fork"
+            worker,
+            args=args,
+            nprocs=ranks,
+            join=False,
+            daemon=True,
+            start_method="fork",
         )
         started = time.monotonic()
         try:
@@ -216,16 +232,11 @@ def run_on_two_ranks(experiment, deadline_s=120):
                 if process.is_alive():
                     process.kill()
                     process.join()
-        return [torch.load(Path(folder, f"rank{rank}.pt")) for rank in range(2)]
+        return [torch.load(Path(folder, f"rank{rank}.pt")) for rank in range(ranks)]
 
 
-assert "fork" in multiprocessing.get_all_start_methods()
-
-# %%
-# To see the clean-up at work, run an experiment that fails on rank 1 while
-# rank 0 waits for it at a barrier:
-
-
+# The helper's own check: a failure on rank 1, while rank 0 waits for it at a
+# barrier, comes back with its traceback and leaves no worker running.
 def fails_on_rank_1(mesh):
     if dist.get_rank() == 1:
         raise ValueError("rank 1 gives up")
@@ -233,25 +244,25 @@ def fails_on_rank_1(mesh):
 
 
 try:
-    run_on_two_ranks(fails_on_rank_1)
+    run_on_ranks(fails_on_rank_1)
 except torch.multiprocessing.ProcessRaisedException as error:
-    print(f"{type(error).__name__}; workers left: {multiprocessing.active_children()}")
-    assert "Traceback" in str(error)
+    assert "Traceback" in str(error) and "rank 1 gives up" in str(error)
 else:
     raise AssertionError("expected the failing experiment to raise")
 assert not multiprocessing.active_children()
+# sphinx_gallery_end_ignore
+assert "fork" in multiprocessing.get_all_start_methods()
 
 # %%
-# The failure came back as ``torch.multiprocessing.ProcessRaisedException``,
-# carrying the worker's traceback, and no worker is left running.
-#
 # Without a sharding rule
 # -----------------------
 #
 # The first experiment shards ``x`` by rows, ``Shard(0)``, and calls
-# ``row_normalize`` on it. Every rank seeds its generator the same way, so
-# ``x`` here is the same matrix as in this process; ``distribute_tensor``
-# then keeps only each rank's rows.
+# ``row_normalize`` on it. ``distribute_tensor`` does not cut up each
+# rank's own tensor: it sends each rank its rows of rank 0's tensor (its
+# ``src_data_rank`` is 0 by default). The experiment checks this with a
+# tensor that differs between ranks. Every rank still builds ``x`` from the
+# same seed, so that this process can compare results with its own ``x``.
 
 
 def same_x():
@@ -260,24 +271,33 @@ def same_x():
 
 
 def call_without_rule(mesh):
+    own = torch.full((2, 1), float(dist.get_rank()))  # 0s on rank 0, 1s on rank 1
+    received = distribute_tensor(own, mesh, [Shard(0)]).to_local()
     sharded = distribute_tensor(same_x(), mesh, [Shard(0)])
     builtin = (sharded * sharded).sum(dim=1).full_tensor()  # built-in operators
     try:
         row_normalize(sharded)
     except NotImplementedError as error:
-        return f"{type(error).__name__}: {str(error).splitlines()[0]}", builtin
-    return "no error", builtin
+        return (
+            f"{type(error).__name__}: {str(error).splitlines()[0]}",
+            builtin,
+            received,
+        )
+    return "no error", builtin, received
 
 
-(message_0, builtin), (message_1, _) = run_on_two_ranks(call_without_rule)
+(message_0, builtin, _), (message_1, _, received) = run_on_ranks(call_without_rule)
 print(f"rank 0: {message_0}\nrank 1: {message_1}")
+print(f"rank 1 received rank 0's values: {received.flatten().tolist()}")
+torch.testing.assert_close(received, torch.zeros(1, 1))
 torch.testing.assert_close(same_x(), x)
 torch.testing.assert_close(builtin, expected["row_sq_norms"])
 assert message_0 == message_1
 assert "does not have a sharding strategy registered" in message_0
 
 # %%
-# Both ranks raised the same ``NotImplementedError``, which names the
+# Rank 1 received a row of rank 0's tensor, not of its own. Both ranks
+# raised the same ``NotImplementedError``, which names the
 # operator as DTensor sees it, ``shard_demo.row_normalize.default``; the
 # built-in multiplication and sum on the same DTensor ran fine. DTensor
 # has no idea whether normalizing a block of rows, or a block of columns,
@@ -346,7 +366,7 @@ def summarize(op_name, reports):
         )
 
 
-wrong = run_on_two_ranks(try_placements(row_normalize))
+wrong = run_on_ranks(try_placements(row_normalize))
 summarize("row_normalize", wrong)
 assert wrong[0]["Shard(1)"]["output"] == "Shard(dim=1)"
 assert not torch.allclose(wrong[0]["Shard(1)"]["result"], expected["row_normalize"])
@@ -375,7 +395,7 @@ def whole_rows(x):
     ]
 
 
-fixed = run_on_two_ranks(try_placements(row_normalize))
+fixed = run_on_ranks(try_placements(row_normalize))
 summarize("row_normalize", fixed)
 for row in fixed[0].values():
     torch.testing.assert_close(row["result"], expected["row_normalize"])
@@ -391,7 +411,7 @@ def register_after_a_call(mesh):
     return before, repr(row_normalize(columns).placements[0])
 
 
-before, after = run_on_two_ranks(register_after_a_call)[0]
+before, after = run_on_ranks(register_after_a_call)[0]
 print(
     f"Shard(1) input: {before} with whole_rows; {after} after registering the old rule"
 )
@@ -427,7 +447,7 @@ def row_sums(x):
     ]
 
 
-sums = run_on_two_ranks(try_placements(row_sq_norms))
+sums = run_on_ranks(try_placements(row_sq_norms))
 summarize("row_sq_norms", sums)
 for name, row in sums[0].items():
     torch.testing.assert_close(row["result"], expected["row_sq_norms"])
@@ -445,8 +465,10 @@ torch.testing.assert_close(halves, expected["row_sq_norms"])
 # The figure shows who held what in the three ``row_sq_norms`` calls, and
 # in the ``row_normalize`` call on ``Shard(1)`` that needed an all-gather:
 # blue cells live on rank 0, orange on rank 1, grey on both; hatched cells
-# are partial values that the two ranks must add. The drawing code comes
-# first; the figure below it is what matters.
+# are partial values that the two ranks must add. (The drawing helpers are
+# hidden on the web page.)
+
+# sphinx_gallery_start_ignore
 
 
 def holder(global_tensor, locals_, partial):
@@ -491,6 +513,7 @@ def draw_call(ax, title, reports, op_name, name):
     ax.set_axis_off()
 
 
+# sphinx_gallery_end_ignore
 fig, axes = plt.subplots(2, 2, figsize=(6.4, 5.2), layout="constrained")
 for ax, name in zip(axes.flat, PLACEMENTS, strict=False):
     draw_call(ax, "row_sq_norms", sums, "row_sq_norms", name)
@@ -536,7 +559,7 @@ def call_without_fake_kernel(mesh):
     return ["no error"]
 
 
-messages = run_on_two_ranks(call_without_fake_kernel)[0]
+messages = run_on_ranks(call_without_fake_kernel)[0]
 print(messages[0].splitlines()[0][:150])
 chain = "\n".join(messages)
 assert (
@@ -551,14 +574,18 @@ assert ("Sharding propagation failed" in chain) == (RELEASE >= (2, 9))
 # and the input placements. The fix is a ``register_fake``, as for the other
 # two operators.
 #
-# An operator that returns nothing
-# --------------------------------
+# An operator that writes into an argument
+# ----------------------------------------
 #
 # A kernel that writes into a buffer, declared with ``mutates_args`` and
 # returning ``None``, has no output placements: its rule pairs an empty list
 # of outputs with the inputs' placements. DTensor's rule machinery assumed at
 # least one output before PyTorch 2.11 (issue #167219), so this part of the
-# page depends on the release.
+# page depends on the release. The first rule below looks like
+# ``whole_rows``: both tensors replicated, or both sharded by rows. The
+# experiment calls the operator with ``x`` sharded by rows and ``out`` in
+# each of the three placements, and reports whether ``out`` received the
+# sum.
 
 
 @torch.library.custom_op("shard_demo::add_rows_into", mutates_args=("out",))
@@ -577,30 +604,192 @@ def rows_into_rows(x, out):
 
 
 def accumulate(mesh):
-    out = distribute_tensor(torch.ones(6, 4), mesh, [Shard(0)])
-    try:
-        add_rows_into(distribute_tensor(same_x(), mesh, [Shard(0)]), out)
-    except (IndexError, RuntimeError) as error:
-        return f"{type(error).__name__}: {str(error).splitlines()[0]}"
-    return out.full_tensor()
+    outcomes = {}
+    for name, placement in PLACEMENTS.items():
+        out = distribute_tensor(torch.ones(6, 4), mesh, [placement])
+        try:
+            add_rows_into(distribute_tensor(same_x(), mesh, [Shard(0)]), out)
+        except (IndexError, RuntimeError) as error:
+            outcomes[name] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+        else:
+            outcomes[name] = out.full_tensor()
+    return outcomes
 
 
-outcome = run_on_two_ranks(accumulate)[0]
-if isinstance(outcome, Tensor):
-    print("add_rows_into on Shard(0) DTensors: matches the unsharded result")
-    torch.testing.assert_close(outcome, x + 1)
+def verdicts(outcomes):
+    """'written', 'unchanged', or the error, for each placement of out."""
+    found = {}
+    for name, outcome in outcomes.items():
+        if not isinstance(outcome, Tensor):
+            found[name] = outcome
+        elif torch.allclose(outcome, x + 1):
+            found[name] = "written"
+        else:
+            torch.testing.assert_close(outcome, torch.ones(6, 4))
+            found[name] = "unchanged"
+        print(f"out as {name:>12}: {found[name][:110]}")
+    return found
+
+
+WRITES_SUPPORTED = RELEASE >= (2, 11)
+first = verdicts(run_on_ranks(accumulate)[0])
+if WRITES_SUPPORTED:
+    assert first == {
+        "Shard(0)": "written",
+        "Shard(1)": "unchanged",
+        "Replicate()": "unchanged",
+    }
 else:
-    print(f"add_rows_into on this release: {outcome[:120]}")
-    assert outcome.startswith("IndexError" if RELEASE < (2, 9) else "RuntimeError")
-assert isinstance(outcome, Tensor) == (RELEASE >= (2, 11))
+    failure = "IndexError" if RELEASE < (2, 9) else "RuntimeError"
+    assert all(verdict.startswith(failure) for verdict in first.values())
 
 # %%
-# From PyTorch 2.11 each rank adds its rows into its own rows of ``out``,
-# and the sharded buffer holds the unsharded result. Earlier releases fail
-# inside DTensor's rule machinery (an ``IndexError``, or on 2.9 and 2.10 a
-# ``RuntimeError`` around it); there, return the result instead of writing
-# into a buffer.
+# From PyTorch 2.11, with ``out`` sharded by rows, each rank added its rows
+# into its own rows of ``out``, and the buffer holds the unsharded result.
+# With ``out`` in any other placement, ``out`` still holds its ones, and
+# nothing raised. DTensor knows which argument an operator writes into only
+# for a few naming conventions (an in-place ``op_`` writes its first
+# argument, an ``out=`` variant its keyword argument); ``add_rows_into``
+# follows neither. So it treated ``out`` like any input: it redistributed
+# ``out`` into a new tensor that matches the rule, and the kernel wrote into
+# that temporary. Earlier releases fail inside DTensor's rule machinery (an
+# ``IndexError``, or on 2.9 and 2.10 a ``RuntimeError`` around it); there,
+# return the result instead of writing into a buffer.
 #
+# The rule function receives each tensor argument's current placement (a
+# ``DTensorSpec``, with ``placements``), so it can offer a single pair built
+# from ``out``'s own placement: DTensor then moves ``x`` to ``out``, never
+# ``out`` to ``x``. Registering it replaces the first rule:
+
+
+@register_sharding(torch.ops.shard_demo.add_rows_into.default)
+def as_out_is(x, out):
+    (placement,) = out.placements  # one entry per mesh dimension
+    return [([], [placement, placement])]
+
+
+pinned = verdicts(run_on_ranks(accumulate)[0])
+if WRITES_SUPPORTED:
+    assert set(pinned.values()) == {"written"}
+else:
+    assert all(verdict.startswith(failure) for verdict in pinned.values())
+
+# %%
+# On releases that support such operators, every placement of ``out`` now
+# receives the sum; DTensor moved ``x`` instead, which costs communication
+# but keeps the write. Test a mutating operator with every placement of the
+# argument it writes into, not only the one the rule was written for.
+#
+# Arguments that are not tensors
+# ------------------------------
+#
+# ``register_sharding`` passes the operator's other arguments to the rule
+# as they are, and the rule gives each of them the placement ``None``.
+# ``normalize_along`` normalizes rows or columns, chosen by a ``bool``:
+# normalizing rows allows row shards, normalizing columns allows column
+# shards. ``normalize_dim`` does the same with an ``int`` dimension. Each
+# rule counts its calls.
+
+
+@torch.library.custom_op("shard_demo::normalize_along", mutates_args=())
+def normalize_along(x: Tensor, by_rows: bool) -> Tensor:
+    return x / x.norm(dim=1 if by_rows else 0, keepdim=True)
+
+
+@torch.library.custom_op("shard_demo::normalize_dim", mutates_args=())
+def normalize_dim(x: Tensor, dim: int) -> Tensor:
+    return x / x.norm(dim=dim, keepdim=True)
+
+
+normalize_along.register_fake(lambda x, by_rows: torch.empty_like(x))
+normalize_dim.register_fake(lambda x, dim: torch.empty_like(x))
+rule_calls = {"normalize_along": [], "normalize_dim": []}
+
+
+@register_sharding(torch.ops.shard_demo.normalize_along.default)
+def along_rule(x, by_rows):
+    rule_calls["normalize_along"].append(by_rows)
+    kept = Shard(0) if by_rows else Shard(1)  # the dimension not reduced
+    return [([Replicate()], [Replicate(), None]), ([kept], [kept, None])]
+
+
+@register_sharding(torch.ops.shard_demo.normalize_dim.default)
+def dim_rule(x, dim):
+    rule_calls["normalize_dim"].append(dim)
+    kept = Shard(1 - dim)
+    return [([Replicate()], [Replicate(), None]), ([kept], [kept, None])]
+
+
+def both_settings(mesh):
+    columns = distribute_tensor(same_x(), mesh, [Shard(1)])
+    report = {}
+    settings = {
+        "normalize_along": (normalize_along, (False, True)),
+        "normalize_dim": (normalize_dim, (0, 1)),
+    }
+    for name, (op, values) in settings.items():
+        for value in values:
+            out = op(columns, value)
+            right = torch.allclose(out.full_tensor(), op(same_x(), value))
+            report[(name, value)] = (repr(out.placements[0]), right)
+    return report, rule_calls
+
+
+report, calls = run_on_ranks(both_settings)[0]
+for (name, value), (placement, right) in report.items():
+    print(f"{name}({value!r:>5}) on Shard(1): {placement:<14} correct: {right}")
+print(f"rule calls: {calls}")
+assert report[("normalize_along", False)] == ("Shard(dim=1)", True)
+assert report[("normalize_along", True)] == ("Shard(dim=1)", False)
+assert calls == {"normalize_along": [False], "normalize_dim": [0, 1]}
+assert report[("normalize_dim", 1)] == ("Replicate()", True)
+
+# %%
+# The ``bool`` rule ran once. DTensor caches its decision per operator and
+# input placements, and its cache key holds a non-tensor argument only from
+# the first ``int`` argument on. So the call with ``by_rows=True`` reused
+# the decision made for ``False``, ran the kernel on column shards, which
+# the rule forbids for that value, and returned a wrong result without an
+# error. The ``int`` version ran its rule for each value and got both right.
+# If a rule depends on a ``bool``, ``float``, string or list, pass it as an
+# ``int`` (or put an ``int`` argument before it).
+#
+# Meshes with more dimensions
+# ---------------------------
+#
+# A rule describes one mesh dimension; on a 2-D mesh, as when data and
+# tensor parallelism are combined, DTensor applies it to each dimension of
+# the mesh. On a 2×2 mesh of four ranks, ``x`` sharded by rows on the first
+# dimension and by columns on the second:
+
+
+def on_2d_mesh(mesh):
+    sharded = distribute_tensor(same_x(), mesh, [Shard(0), Shard(1)])
+    with CommDebugMode() as comms:
+        out = row_sq_norms(sharded)
+    return out.placements, comms.get_total_counts(), out.full_tensor()
+
+
+placements_2d, collectives_2d, result_2d = run_on_ranks(on_2d_mesh, (2, 2))[0]
+print(
+    f"row_sq_norms on (Shard(0), Shard(1)) -> {placements_2d}, "
+    f"{collectives_2d} collectives"
+)
+assert placements_2d == (Shard(0), Partial()) and collectives_2d == 0
+torch.testing.assert_close(result_2d, expected["row_sq_norms"])
+
+# %%
+# The row shards stayed row shards, the column shards gave partial sums,
+# and no collective ran until ``full_tensor()``. Two more notes. An
+# operator whose backward calls other custom operators needs a rule for each
+# of those too, since DTensor meets them one by one. And where writing rules
+# is not worth it, ``torch.distributed.tensor.experimental.local_map``
+# (public, experimental) wraps a function that works on local tensors,
+# with the placements you declare for its inputs and outputs.
+
+assert hasattr(torch.distributed.tensor.experimental, "local_map")
+
+# %%
 # Conclusion
 # ----------
 #
@@ -608,9 +797,12 @@ assert isinstance(outcome, Tensor) == (RELEASE >= (2, 11))
 # says which placements make that correct. Write the rule as a list of
 # ``(outputs, inputs)`` placement pairs with ``register_sharding``, list only
 # what the kernel computes exactly, and let DTensor redistribute the rest;
-# use ``Partial`` when the kernel computes a piece of a sum. DTensor trusts
-# the rule completely, so test it the way this page does: with real ranks,
-# for every listed placement, against the operator on the whole tensor.
+# use ``Partial`` when the kernel computes a piece of a sum. Never let it
+# redistribute an argument the kernel writes into: build the pairs from that
+# argument's own placement. Give a rule's non-tensor inputs ``None``, and
+# make any it depends on an ``int``. DTensor trusts the rule completely, so
+# test it the way this page does: with real ranks, for every placement,
+# against the operator on the whole tensor.
 #
 # Previous: :ref:`sphx_glr_tutorials_custom_op_transforms.py`, for
 # ``torch.func`` transforms and ``draft_export``. Next,
