@@ -34,6 +34,8 @@ extensions = [
     "notebooks",
     # Modules that pages publish for download (see _ext/page_modules.py).
     "page_modules",
+    # The per-release table of PyTorch's sharp edges (see _ext/sharp_edges.py).
+    "sharp_edges",
     # The Chinese edition: links between editions, Chinese search, translated
     # downloads (see _ext/editions.py).
     "editions",

@@ -41,6 +41,11 @@ BELOW_FLOOR = re.compile(r"needs PyTorch (\d+\.\d+) or later")
 DEVICES_LINE = re.compile(
     r"^PyTorch (\S+?); devices (?:exercised|present): (\[.*?\])", re.M
 )
+# The line a page prints for each PyTorch behaviour it tracks ("Sharp Edges"):
+# whether the behaviour is still there in the release that ran it.
+EDGE_LINE = re.compile(
+    r"^sharp edge ([a-z0-9][a-z0-9-]*): (present|gone|not applicable)\b", re.M
+)
 # The Prerequisites card's floor bullet.
 STATED_FLOOR = re.compile(r"^\s*[*\-+]\s+PyTorch\s+(\d+\.\d+)\s+or\s+later\b", re.M)
 
@@ -75,6 +80,12 @@ def devices_in_output(stdout):
     if not match:
         return None, None
     return match.group(1), ast.literal_eval(match.group(2))
+
+
+def edges_in_output(stdout):
+    """{edge: "present" | "gone" | "not applicable"} from a page's edge lines,
+    in the order printed."""
+    return {match.group(1): match.group(2) for match in EDGE_LINE.finditer(stdout)}
 
 
 def _without_comments(code):

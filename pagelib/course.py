@@ -74,6 +74,9 @@ COURSE = {
     "custom_op_internals.py": (
         "What custom_op registers with the dispatcher, shown live."
     ),
+    "sharp_edges.py": (
+        "PyTorch's own bugs and surprises around operators, release by release."
+    ),
 }
 
 

@@ -115,6 +115,16 @@ class CardDirective(Directive):
         return [node]
 
 
+class DroppedDirective(Directive):
+    """A directive that only the site can render (it reads the build's data,
+    such as ``sharp-edges-table``): nothing in a notebook."""
+
+    has_content = False
+
+    def run(self):
+        return []
+
+
 class PythonCodeBlock(CodeBlock):
     """``code-block`` as Sphinx spells it: the language is optional."""
 
@@ -133,6 +143,7 @@ def _register():
     directives.register_directive("grid", GridDirective)
     directives.register_directive("grid-item-card", CardDirective)
     directives.register_directive("code-block", PythonCodeBlock)
+    directives.register_directive("sharp-edges-table", DroppedDirective)
 
 
 def _parse(text):

@@ -148,3 +148,62 @@ def read(srcdir, source):
 def describe_devices(devices):
     """['cpu', 'cuda'] -> 'CPU and CUDA'."""
     return " and ".join(device.upper() for device in devices) or "no device recorded"
+
+
+# A release's cell in the table of tracked PyTorch behaviours when the matrix
+# has no passing run of the page's current code there.
+NOT_RUN = "not run"
+
+
+@dataclass
+class EdgeTable:
+    """Per release of the matrix, whether each tracked PyTorch behaviour was
+    there: ``rows`` pairs an edge with one status per release of
+    ``releases``, "present", "gone", "not applicable" or ``NOT_RUN``."""
+
+    releases: list = field(default_factory=list)  # "2.7", "2.8", ...
+    rows: list = field(default_factory=list)  # (edge, [status, ...])
+    problems: list = field(default_factory=list)
+
+
+def edge_table(srcdir, source):
+    """The ``EdgeTable`` of the page ``source``, from its version records.
+
+    A page tracks a behaviour by printing ``sharp edge <name>: <status>``
+    (``contract.EDGE_LINE``); ``make matrix`` keeps the statuses of each run in
+    the record's ``edges``. Edges come in the order the newest release printed
+    them; a release whose record is missing, stale or not a pass is
+    ``NOT_RUN`` (the page's own records check names why).
+    """
+    srcdir, source = Path(srcdir), Path(source)
+    releases = matrix_releases(srcdir)
+    table = EdgeTable(releases=[minor(release) for release in releases])
+    path = srcdir / RECORDS / f"{source.stem}.json"
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError as error:
+        table.problems.append(f"{path.name} is not valid JSON ({error})")
+        return table
+    digest = contract.code_digest(source)
+    current = {
+        release: record.get("edges") or {}
+        for release, record in data.items()
+        if record.get("result") == "pass" and record.get("code_digest") == digest
+    }
+    edges = []
+    for release in reversed(releases):
+        for edge in current.get(release, {}):
+            if edge not in edges:
+                edges.append(edge)
+    if not edges:
+        table.problems.append(
+            f"no current record of {source.stem} names a sharp edge; run "
+            f"`make matrix PAGES={source.stem}`"
+        )
+    for edge in edges:
+        statuses = [
+            current[release].get(edge, NOT_RUN) if release in current else NOT_RUN
+            for release in releases
+        ]
+        table.rows.append((edge, statuses))
+    return table

@@ -195,7 +195,7 @@ def run_page(venv, release, page, timeout, probe, extra_env=None):
         seconds = time.perf_counter() - start
     result, error = classify(returncode, stdout, stderr, timed_out)
     torch_version, devices = contract.devices_in_output(stdout)
-    return {
+    record = {
         "code_digest": digest,
         "result": result,
         "error": error,
@@ -204,6 +204,10 @@ def run_page(venv, release, page, timeout, probe, extra_env=None):
         "devices": devices,
         "ran_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+    edges = contract.edges_in_output(stdout)
+    if edges:  # a page that tracks PyTorch behaviours (``records.edge_table``)
+        record["edges"] = edges
+    return record
 
 
 def cuda_available(venv):

@@ -39,3 +39,8 @@ def test_a_download_becomes_its_file_name_as_code():
     out = convert("Download :download:`the checker <operator_checker.py>` first.")
     assert out.strip() == "Download `the checker` first."
     assert convert(":download:`operator_checker.py`").strip() == "`operator_checker.py`"
+
+
+def test_a_table_only_the_site_can_build_is_left_out():
+    out = convert("Before.\n\n.. sharp-edges-table::\n\nAfter.\n")
+    assert out.split() == ["Before.", "After."]

@@ -1,0 +1,808 @@
+"""
+Sharp Edges: PyTorch Behaviours That Surprise Operator Authors
+==============================================================
+
+Some failures are not your bug: PyTorch itself drops a call, forgets a
+tangent or reuses a stale decision. This page collects the ones the course
+ran into, each with what you see, a repro that runs in this build, the
+workaround and the upstream report, so you can tell "my operator is wrong"
+from "I hit a known edge" and know which releases have it.
+
+.. grid:: 2
+
+    .. grid-item-card:: :octicon:`mortar-board;1em;` What you will learn
+       :class-card: card-prerequisites
+
+       * Which PyTorch behaviours around custom operators fail silently or
+         crash, and in which releases
+       * A workaround for each that holds on every release
+       * How to tell whether the release you have still has the edge
+
+    .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
+       :class-card: card-prerequisites
+
+       * PyTorch 2.7 or later
+       * :ref:`sphx_glr_tutorials_python_custom_ops.py`
+       * :ref:`sphx_glr_tutorials_mutable_custom_ops.py`
+
+.. admonition:: Checklist
+   :class: checklist
+
+   #. Look up the symptom in the table below and read its section.
+   #. Apply the workaround; it holds on every release, fixed or not.
+   #. Run the section's repro on your release: its last line says whether
+      the edge is still there.
+
+Release by release
+------------------
+
+Each repro below ends by printing ``sharp edge <name>: present`` (the
+behaviour is still there), ``gone`` (this release behaves as it should) or
+``not applicable`` (the feature is missing from this release). The version
+matrix keeps that line for every release it runs the page on, and the
+site's table of edges by release is built from those records, so a release
+that fixes an edge shows up there as soon as the matrix has run it.
+
+.. sharp-edges-table::
+"""
+
+# %%
+# Setting up
+# ----------
+#
+# The repros run on the CPU. ``edge`` prints the line the version matrix
+# records.
+
+import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+
+import logging
+import os
+import subprocess
+import tempfile
+import textwrap
+import warnings
+
+import matplotlib.pyplot as plt
+import torch.autograd.forward_ad as forward_ad
+import torch.distributed as dist
+from torch import Tensor
+
+torch.manual_seed(0)
+devices = ["cpu"]
+hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
+print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
+RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
+# sphinx_gallery_start_ignore
+# Notices that say nothing about the edges: the fake process group's
+# fallback for all-to-all, and the C++ compiler's search for CUDA.
+logging.getLogger("torch.distributed").setLevel(logging.ERROR)
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+# sphinx_gallery_end_ignore
+
+
+def edge(name: str, present: bool | None, detail: str = "") -> None:
+    """Print whether the edge ``name`` is still there (None: not applicable)."""
+    status = {True: "present", False: "gone", None: "not applicable"}[present]
+    print(f"sharp edge {name}: {status}" + (f" ({detail})" if detail else ""))
+
+
+def first_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error).strip().splitlines()[0][:160]}"
+
+
+def run_child(code: str, *args: str, env: dict | None = None):
+    """Run ``code`` in a fresh Python process; (return code, stdout, last stderr
+    line). Used where an edge needs a fresh process or may crash it."""
+    process = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
+    errors = [line for line in process.stderr.splitlines() if line.strip()]
+    return process.returncode, process.stdout.strip(), errors[-1] if errors else ""
+
+
+# %%
+# .. _edge-maybe-out-index-error:
+#
+# An omitted optional ``out`` raises ``IndexError``
+# -------------------------------------------------
+#
+# **What you see.** An operator declared with ``mutates_args={"out"}`` and
+# ``out: Tensor | None = None`` raises ``IndexError: tuple index out of
+# range`` from inside PyTorch when called *without* ``out``: the
+# version-counter bookkeeping looks for the argument the caller left out.
+#
+# **Workaround.** Split it into two operators, one that allocates and one
+# that writes into ``out``, and choose between them in a plain Python
+# function (:ref:`sphx_glr_tutorials_mutable_custom_ops.py`).
+#
+# **Upstream.** `pytorch/pytorch#176078
+# <https://github.com/pytorch/pytorch/issues/176078>`_.
+
+
+@torch.library.custom_op("sharp_edges::double_maybe_out", mutates_args={"out"})
+def double_maybe_out(x: Tensor, out: Tensor | None = None) -> Tensor:
+    if out is None:
+        return 2 * x
+    out.copy_(2 * x)
+    return out.clone()
+
+
+x = torch.randn(5)
+try:
+    result = double_maybe_out(x)
+except IndexError as error:
+    print(f"without out: {first_line(error)}")
+    edge("maybe-out-index-error", True)
+else:
+    torch.testing.assert_close(result, 2 * x)
+    print("without out: works")
+    edge("maybe-out-index-error", False)
+
+
+@torch.library.custom_op("sharp_edges::double", mutates_args=())
+def double(x: Tensor) -> Tensor:
+    return 2 * x
+
+
+@torch.library.custom_op("sharp_edges::double_out", mutates_args={"out"})
+def double_out(x: Tensor, out: Tensor) -> None:
+    out.copy_(2 * x)
+
+
+def double_or_fill(x: Tensor, out: Tensor | None = None) -> Tensor:
+    if out is None:
+        return double(x)
+    double_out(x, out)
+    return out
+
+
+buffer = torch.empty(5)
+torch.testing.assert_close(double_or_fill(x), 2 * x)
+assert double_or_fill(x, buffer) is buffer
+torch.testing.assert_close(buffer, 2 * x)
+
+# %%
+# .. _edge-forward-ad-no-tangent:
+#
+# Forward-mode AD returns no tangent
+# ----------------------------------
+#
+# **What you see.** ``torch.autograd.forward_ad`` through a custom
+# operator returns ``None`` as the output's tangent, and ``torch.func.jvp``
+# and ``jacfwd`` return zeros: no error, no warning.
+# ``register_autograd`` registers a backward only, and ``custom_op`` has no
+# forward-mode registration, so the tangent is dropped.
+#
+# **Workaround.** Wrap the operator in a ``torch.autograd.Function`` with a
+# ``jvp`` (and ``setup_context``, so that ``torch.func`` accepts it), and
+# call the wrapper wherever forward mode may run
+# (:ref:`sphx_glr_tutorials_custom_op_transforms.py`). Test it with
+# ``gradcheck(..., check_forward_ad=True)``.
+#
+# **Upstream.** No issue found; a forward-mode registration,
+# ``register_jvp``, was drafted in `pytorch/pytorch#131116
+# <https://github.com/pytorch/pytorch/pull/131116>`_ and closed.
+
+
+@torch.library.custom_op("sharp_edges::triple", mutates_args=())
+def triple(x: Tensor) -> Tensor:
+    return 3 * x
+
+
+@triple.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+triple.register_autograd(lambda ctx, grad: 3 * grad)
+
+x = torch.randn(5, dtype=torch.float64)
+direction = torch.ones(5, dtype=torch.float64)
+with forward_ad.dual_level():
+    output = triple(forward_ad.make_dual(x, direction))
+    tangent = forward_ad.unpack_dual(output).tangent
+print(f"forward_ad tangent of the bare operator: {tangent}")
+if tangent is None:
+    _, func_tangent = torch.func.jvp(triple, (x,), (direction,))
+    assert not func_tangent.any() and not torch.func.jacfwd(triple)(x).any()
+    print("torch.func.jvp and jacfwd: all zeros")
+    edge("forward-ad-no-tangent", True)
+else:
+    torch.testing.assert_close(tangent, 3 * direction)
+    edge("forward-ad-no-tangent", False)
+
+
+class Tripled(torch.autograd.Function):
+    """The operator, with the derivatives in both directions."""
+
+    @staticmethod
+    def forward(x):
+        return triple(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 3 * grad
+
+    @staticmethod
+    def jvp(ctx, x_tangent):
+        return 3 * x_tangent
+
+
+with forward_ad.dual_level():
+    output = Tripled.apply(forward_ad.make_dual(x, direction))
+    torch.testing.assert_close(forward_ad.unpack_dual(output).tangent, 3 * direction)
+assert torch.autograd.gradcheck(
+    Tripled.apply, (x.clone().requires_grad_(),), check_forward_ad=True
+)
+print("the wrapper: tangent 3 * direction, gradcheck with forward AD passes")
+
+# %%
+# .. _edge-func-grad-raises:
+#
+# ``torch.func.grad`` raises on a custom operator
+# -----------------------------------------------
+#
+# **What you see.** ``torch.func.grad`` of a function that calls a custom
+# operator with ``register_autograd`` raises a ``RuntimeError`` asking for
+# an ``autograd.Function`` that overrides ``setup_context``: the function
+# ``register_autograd`` builds behind the scenes lacks that form.
+# ``torch.autograd.grad`` on the same operator works. ``vjp``, ``jacrev``
+# and ``hessian`` fail the same way
+# (:ref:`sphx_glr_tutorials_custom_op_transforms.py` tries each).
+#
+# **Workaround.** The same wrapper as above; its ``setup_context`` is what
+# ``torch.func`` needs.
+#
+# **Upstream.** `pytorch/pytorch#168393
+# <https://github.com/pytorch/pytorch/issues/168393>`_, reported again as
+# #179652.
+
+try:
+    gradient = torch.func.grad(lambda x: triple(x).sum())(x)
+except RuntimeError as error:
+    assert "setup_context" in str(error)
+    print(f"torch.func.grad: {first_line(error)}")
+    edge("func-grad-raises", True)
+else:
+    torch.testing.assert_close(gradient, torch.full_like(x, 3.0))
+    edge("func-grad-raises", False)
+torch.testing.assert_close(
+    torch.func.grad(lambda x: Tripled.apply(x).sum())(x), torch.full_like(x, 3.0)
+)
+leaf = x.clone().requires_grad_()
+(autograd_gradient,) = torch.autograd.grad(triple(leaf).sum(), leaf)
+torch.testing.assert_close(autograd_gradient, torch.full_like(x, 3.0))
+
+# %%
+# .. _edge-unbacked-minimum-two:
+#
+# ``create_unbacked_symint`` assumes at least two
+# -----------------------------------------------
+#
+# **What you see.** A fake kernel that sizes a data-dependent output with
+# the older ``ctx.create_unbacked_symint()`` works eagerly, but compiled or
+# exported code fails with ``Runtime assertion failed for expression u0 >=
+# 2`` whenever the real output has zero or one rows: that call gives the
+# size a minimum of 2. torchvision's ``nms`` meets this
+# (:ref:`sphx_glr_tutorials_check_your_operator.py`).
+#
+# **Workaround.** Use ``ctx.new_dynamic_size()``, whose minimum is 0.
+#
+# **Upstream.** No issue found; ``new_dynamic_size`` is the call that
+# replaced it.
+
+if RELEASE < (2, 10):
+    # Older releases compile an operator with a data-dependent output size
+    # only with this switch; later ones have it on.
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True
+
+
+def positives_op(name: str, new_size):
+    @torch.library.custom_op(f"sharp_edges::{name}", mutates_args=())
+    def positives(x: Tensor) -> Tensor:
+        return x[x > 0].clone()
+
+    @positives.register_fake
+    def _(x):
+        return x.new_empty(new_size(torch.library.get_ctx()))
+
+    return positives
+
+
+def compiled_counts(op):
+    """{number of positives: what the compiled call did}."""
+    outcomes = {}
+    for values in ([1.0, 2.0, -1.0], [1.0, -2.0, -1.0], [-1.0, -2.0]):
+        torch._dynamo.reset()
+        compiled = torch.compile(
+            lambda x: op(x) + 1, backend="aot_eager", fullgraph=True
+        )
+        x = torch.tensor(values)
+        try:
+            torch.testing.assert_close(compiled(x), x[x > 0] + 1)
+            outcomes[int((x > 0).sum())] = "ok"
+        except RuntimeError as error:
+            outcomes[int((x > 0).sum())] = first_line(error)
+    return outcomes
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the older call is deprecated
+    old_op = positives_op("positives_old", lambda ctx: ctx.create_unbacked_symint())
+    for values in ([1.0, -2.0], [-1.0, -2.0]):  # eagerly, any size works
+        x = torch.tensor(values)
+        torch.testing.assert_close(old_op(x), x[x > 0])
+    old = compiled_counts(old_op)
+for count, outcome in old.items():
+    print(f"create_unbacked_symint, {count} positives: {outcome}")
+assert old[2] == "ok"
+small = [old[0], old[1]]
+if all(">= 2" in outcome for outcome in small):
+    edge("unbacked-minimum-two", True)
+else:
+    assert small == ["ok", "ok"], small
+    edge("unbacked-minimum-two", False)
+new = compiled_counts(positives_op("positives_new", lambda ctx: ctx.new_dynamic_size()))
+assert set(new.values()) == {"ok"}, new
+print("new_dynamic_size: 0, 1 and 2 positives all compile and match")
+
+# %%
+# .. _edge-decompositions-drop-call:
+#
+# ``run_decompositions`` drops a call that returns nothing
+# --------------------------------------------------------
+#
+# **What you see.** An operator that returns nothing and mutates nothing (a
+# logger, a callback) survives ``torch.export.export``: the exported
+# program calls it. ``run_decompositions()``, which AOTInductor and other
+# lowerings run, removes it as dead code, without an error.
+#
+# **Workaround.** From PyTorch 2.10, declare the side effect with
+# ``register_effect`` (:ref:`sphx_glr_tutorials_custom_op_side_effects.py`);
+# before that, give the operator an output that the program uses.
+#
+# **Upstream.** Expected, by the schema's rules: nothing marks the call as
+# needed. `pytorch/pytorch#129680
+# <https://github.com/pytorch/pytorch/pull/129680>`_ kept such calls alive
+# once they carry an effect token.
+
+journal: list[int] = []
+
+
+@torch.library.custom_op("sharp_edges::note", mutates_args=())
+def note(x: Tensor) -> None:
+    journal.append(x.shape[0])
+
+
+@note.register_fake
+def _(x):
+    return None
+
+
+class Noting(torch.nn.Module):
+    def forward(self, x):
+        note(x)
+        return x.sin()
+
+
+def calls_to(program, op) -> int:
+    return sum(node.target == op for node in program.graph.nodes)
+
+
+program = torch.export.export(Noting(), (torch.randn(4),))
+journal.clear()
+program.module()(torch.randn(4))
+assert calls_to(program, torch.ops.sharp_edges.note.default) == 1 and journal == [4]
+decomposed = program.run_decompositions()
+journal.clear()
+decomposed.module()(torch.randn(4))
+kept = calls_to(decomposed, torch.ops.sharp_edges.note.default)
+print(f"exported: 1 call; after run_decompositions: {kept} calls, journal {journal}")
+edge("decompositions-drop-call", kept == 0 and journal == [])
+
+
+def journal_after_decompositions(op) -> list[int]:
+    """What reaches ``journal`` when the decomposed program of a model that
+    calls ``op`` runs (an output of ``op`` is added to the model's)."""
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            noted = op(x)
+            return x.sin() if noted is None else x.sin() + noted
+
+    decomposed = torch.export.export(Model(), (torch.randn(4),)).run_decompositions()
+    journal.clear()
+    decomposed.module()(torch.randn(4))
+    return list(journal)
+
+
+@torch.library.custom_op("sharp_edges::note_and_return", mutates_args=())
+def note_and_return(x: Tensor) -> Tensor:
+    journal.append(x.shape[0])
+    return x.new_zeros(())
+
+
+@note_and_return.register_fake
+def _(x):
+    return x.new_empty(())
+
+
+assert journal_after_decompositions(note_and_return) == [4]
+print("an operator whose output the program uses: kept")
+if hasattr(torch.library, "EffectType"):
+
+    @torch.library.custom_op("sharp_edges::note_declared", mutates_args=())
+    def note_declared(x: Tensor) -> None:
+        journal.append(x.shape[0])
+
+    @note_declared.register_fake
+    def _(x):
+        return None
+
+    note_declared.register_effect(torch.library.EffectType.ORDERED)
+    assert journal_after_decompositions(note_declared) == [4]
+    print("an operator with a declared effect: kept")
+
+# %%
+# .. _edge-autograd-cache-effects:
+#
+# The compile cache ignores an effect declaration
+# -----------------------------------------------
+#
+# **What you see.** You add ``register_effect`` to an operator that has been
+# compiled before, and the compiled program still drops its calls, in every
+# new process. The AOTAutograd cache keys a program by Dynamo's graph, which
+# the declaration does not change, so the program compiled before the
+# declaration is loaded again. Turning the cache off for one run
+# (``TORCHINDUCTOR_AUTOGRAD_CACHE=0``) does not remove that entry.
+#
+# **Workaround.** After adding a declaration, delete the compile cache once
+# (``TORCHINDUCTOR_CACHE_DIR``, by default ``torchinductor_<user>`` in the
+# temporary folder) and any remote cache.
+#
+# **Upstream.** No issue found for effects; `pytorch/pytorch#144344
+# <https://github.com/pytorch/pytorch/issues/144344>`_ reports the same for
+# a changed backward.
+#
+# The repro compiles the operator in four new processes, each printing how
+# many calls reached the operator: without the declaration; with it and the
+# cache turned off; with it and the cache on again; with it in an empty
+# cache.
+
+NOTE_IN_A_CHILD = """
+import sys
+
+import torch
+
+journal = []
+
+
+@torch.library.custom_op("sharp_edges::child_note", mutates_args=())
+def child_note(x: torch.Tensor) -> None:
+    journal.append(x.shape[0])
+
+
+@child_note.register_fake
+def _(x):
+    return None
+
+
+if sys.argv[1] == "declared":
+    child_note.register_effect(torch.library.EffectType.ORDERED)
+
+
+@torch.compile(fullgraph=True)
+def noted_sin(x):
+    child_note(x)
+    return x.sin()
+
+
+noted_sin(torch.randn(3))
+print(len(journal))
+"""
+
+if hasattr(torch.library, "EffectType"):
+    with (
+        tempfile.TemporaryDirectory() as shared,
+        tempfile.TemporaryDirectory() as fresh,
+    ):
+        runs = {}
+        for label, kind, cache, switch in (
+            ("undeclared", "undeclared", shared, "1"),
+            ("declared, cache off", "declared", shared, "0"),
+            ("declared, same cache", "declared", shared, "1"),
+            ("declared, empty cache", "declared", fresh, "1"),
+        ):
+            settings = {
+                "TORCHINDUCTOR_CACHE_DIR": cache,
+                "TORCHINDUCTOR_AUTOGRAD_CACHE": switch,
+            }
+            code, out, last = run_child(NOTE_IN_A_CHILD, kind, env=settings)
+            assert code == 0, last
+            runs[label] = int(out.splitlines()[-1])
+            print(f"{label}: {runs[label]} call(s) reached the operator")
+    assert runs["undeclared"] == 0 and runs["declared, empty cache"] == 1
+    assert runs["declared, cache off"] == 1
+    edge("autograd-cache-effects", runs["declared, same cache"] == 0)
+
+    figure, axes = plt.subplots(figsize=(6.4, 3.0), layout="constrained")
+    colours = ["#888", "#484", "#c44", "#484"]
+    bars = axes.barh(list(runs), list(runs.values()), color=colours)
+    axes.bar_label(bars)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 1.4)
+    axes.set_xticks([0, 1])
+    axes.set_xlabel("calls that reached the operator (one expected)")
+    axes.set_title("A stale compile cache hides the new declaration")
+    plt.show()
+else:
+    edge("autograd-cache-effects", None, "register_effect arrived in 2.10")
+
+# %%
+# DTensor, in one process
+# -----------------------
+#
+# The next three edges concern DTensor's sharding rules. A *fake* process
+# group lets one process play rank 0 of two: collectives do nothing, which
+# is enough to watch which placement DTensor chooses and whether a write
+# reaches the caller's tensor. It lives in ``torch.testing._internal``,
+# PyTorch's private test helpers;
+# :ref:`sphx_glr_tutorials_custom_op_dtensor.py` runs real ranks.
+
+if dist.is_available():
+    from torch.distributed.tensor import DeviceMesh, Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor.experimental import register_sharding
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    mesh = DeviceMesh("cpu", [0, 1])
+
+# %%
+# .. _edge-sharding-cache-non-int:
+#
+# A sharding rule's decision is reused for other values of a ``bool``
+# -------------------------------------------------------------------
+#
+# **What you see.** A rule registered with ``register_sharding`` that
+# depends on an argument other than an ``int`` (the repro tries ``bool`` and
+# ``float``) runs once; its decision is reused for every other value of
+# that argument, so the kernel can run on shards the rule forbids for that
+# value. An ``int`` argument gets a fresh decision for each value.
+#
+# **Workaround.** Pass the switch as an ``int`` (``0`` or ``1``), or make
+# the rule independent of it.
+#
+# **Upstream.** No issue found; `pytorch/pytorch#171248
+# <https://github.com/pytorch/pytorch/pull/171248>`_ proposed choosing the
+# cached arguments.
+
+if dist.is_available():
+    rule_calls = {}
+
+    def scale_op(name: str, switch_type):
+        qualname = f"sharp_edges::{name}"
+        schema = f"(Tensor x, {switch_type} along_rows) -> Tensor"
+        torch.library.define(qualname, schema)
+        torch.library.impl(qualname, "cpu")(lambda x, along_rows: 2 * x)
+        torch.library.register_fake(qualname)(lambda x, along_rows: torch.empty_like(x))
+        op = getattr(torch.ops.sharp_edges, name).default
+        rule_calls[name] = []
+
+        @register_sharding(op)
+        def rule(x, along_rows):
+            rule_calls[name].append(along_rows)
+            allowed = Shard(0) if along_rows else Shard(1)
+            return [([allowed], [allowed, None]), ([Replicate()], [Replicate(), None])]
+
+        return op
+
+    columns = distribute_tensor(torch.randn(4, 4), mesh, [Shard(1)])
+    chosen = {}
+    for name, switch_type, values in (
+        ("scale_bool", "bool", (False, True)),
+        ("scale_float", "float", (0.0, 1.0)),
+        ("scale_int", "int", (0, 1)),
+    ):
+        op = scale_op(name, switch_type)
+        chosen[name] = [op(columns, value).placements[0] for value in values]
+        print(f"{switch_type}: outputs {chosen[name]}, rule ran for {rule_calls[name]}")
+    assert chosen["scale_int"] == [Shard(1), Replicate()]
+    assert rule_calls["scale_int"] == [0, 1]
+    reused = [
+        name
+        for name in ("scale_bool", "scale_float")
+        if len(rule_calls[name]) == 1 and chosen[name] == [Shard(1), Shard(1)]
+    ]
+    if reused:
+        edge("sharding-cache-non-int", True, f"reused by {', '.join(reused)}")
+    else:
+        assert chosen["scale_bool"] == chosen["scale_float"] == chosen["scale_int"]
+        edge("sharding-cache-non-int", False)
+else:
+    edge("sharding-cache-non-int", None, "torch.distributed is not available")
+
+# %%
+# Where the decision was reused, ``along_rows`` true still gave a
+# column-sharded output: the kernel ran on column shards, which the rule
+# allows only for false. The ``int`` operator got a fresh decision.
+#
+# .. _edge-sharding-no-output:
+#
+# A sharding rule for an operator that returns nothing fails
+# ----------------------------------------------------------
+#
+# **What you see.** Calling a DTensor operator whose sharding rule has no
+# output placements (an operator that only writes into ``out`` and returns
+# ``None``) raises ``IndexError: list index out of range`` from DTensor's
+# rule machinery (on 2.9 and 2.10 inside a ``RuntimeError``, "Sharding
+# propagation failed").
+#
+# **Workaround.** On the releases that have it, write the operator
+# functionally: a rule with output placements works on every release, as
+# the previous repro shows.
+#
+# **Upstream.** `pytorch/pytorch#167219
+# <https://github.com/pytorch/pytorch/issues/167219>`_.
+
+if dist.is_available():
+
+    @torch.library.custom_op("sharp_edges::add_into", mutates_args=("out",))
+    def add_into(x: Tensor, out: Tensor) -> None:
+        out.add_(x)
+
+    @add_into.register_fake
+    def _(x, out):
+        return None
+
+    @register_sharding(torch.ops.sharp_edges.add_into.default)
+    def rows_into_rows(x, out):
+        return [([], [Shard(0), Shard(0)]), ([], [Replicate(), Replicate()])]
+
+    ones = distribute_tensor(torch.ones(4, 4), mesh, [Shard(0)])
+    out = distribute_tensor(torch.zeros(4, 4), mesh, [Shard(0)])
+    try:
+        add_into(ones, out)
+    except (IndexError, RuntimeError) as error:
+        # 2.9 and 2.10 wrap the IndexError in a RuntimeError.
+        cause = error if isinstance(error, IndexError) else error.__cause__
+        assert isinstance(cause, IndexError), repr(error)
+        print(f"add_into on DTensors: {first_line(error)}")
+        edge("sharding-no-output", True)
+    else:
+        torch.testing.assert_close(out.to_local(), torch.ones(2, 4))
+        print("add_into on DTensors: works")
+        edge("sharding-no-output", False)
+else:
+    edge("sharding-no-output", None, "torch.distributed is not available")
+
+# %%
+# .. _edge-dtensor-lost-write:
+#
+# A write into a redistributed argument is lost
+# ---------------------------------------------
+#
+# **What you see.** An operator that writes into an argument, called on a
+# DTensor whose placement the rule does not list, returns normally and
+# leaves the argument unchanged. DTensor redistributes the argument to a
+# placement the rule allows, the kernel writes into that copy, and the copy
+# is thrown away.
+#
+# **Workaround.** Make the rule pin the written argument where it already
+# is: the rule receives its current placement, so return strategies that
+# keep it (:ref:`sphx_glr_tutorials_custom_op_dtensor.py`). Or return the
+# result instead of writing it.
+#
+# **Upstream.** No issue found.
+
+
+def pinned_rule(x, out):
+    here = out.placements[0]
+    return [([], [here, here])]
+
+
+if dist.is_available() and RELEASE >= (2, 11):
+    written = {}
+    for placement in (Shard(0), Replicate(), Shard(1)):
+        out = distribute_tensor(torch.zeros(4, 4), mesh, [placement])
+        add_into(ones, out)
+        written[str(placement)] = bool(out.to_local().count_nonzero())
+    print(f"written with the rows-only rule: {written}")
+    assert written[str(Shard(0))]
+    edge("dtensor-lost-write", not all(written.values()))
+
+    @torch.library.custom_op("sharp_edges::add_into_pinned", mutates_args=("out",))
+    def add_into_pinned(x: Tensor, out: Tensor) -> None:
+        out.add_(x)
+
+    @add_into_pinned.register_fake
+    def _(x, out):
+        return None
+
+    register_sharding(torch.ops.sharp_edges.add_into_pinned.default)(pinned_rule)
+    for placement in (Shard(0), Replicate(), Shard(1)):
+        out = distribute_tensor(torch.zeros(4, 4), mesh, [placement])
+        add_into_pinned(ones, out)
+        assert out.placements[0] == placement and out.to_local().count_nonzero()
+    print("with the pinned rule: written on every placement")
+elif dist.is_available():
+    edge("dtensor-lost-write", None, "no rule for an operator without outputs")
+else:
+    edge("dtensor-lost-write", None, "torch.distributed is not available")
+
+# %%
+# .. _edge-aoti-unchecked-shapes:
+#
+# An AOTInductor package runs shapes it was not compiled for
+# ----------------------------------------------------------
+#
+# **What you see.** A package exported for a fixed shape, called with
+# another, runs without an error. Its loops still cover the compiled shape:
+# with more rows it quietly computes only the rows it was compiled for; with
+# fewer, it reads past the end of the input. The package below returns rows
+# made from whatever memory follows; the one on
+# :ref:`sphx_glr_tutorials_aot_inductor_custom_ops.py` corrupts the heap
+# and takes the process down. The generated code checks its inputs only when
+# ``AOTI_RUNTIME_CHECK_INPUTS=1`` is set in the environment of the process
+# that loads it.
+#
+# **Workaround.** Deploy with ``AOTI_RUNTIME_CHECK_INPUTS=1``, and export
+# with ``torch.export.Dim`` for every size that varies.
+#
+# **Upstream.** `pytorch/pytorch#141115
+# <https://github.com/pytorch/pytorch/issues/141115>`_; PyTorch's own fix
+# there checks only the number of dimensions by default.
+#
+# The package is compiled here; each call runs in a new process, since one
+# may crash it.
+
+CALL_PACKAGE = """
+import sys
+
+import torch
+
+package, rows = sys.argv[1], int(sys.argv[2])
+output = torch._inductor.aoti_load_package(package)(torch.randn(rows, 16))
+print(tuple(output.shape), flush=True)
+"""
+
+
+class Scaled(torch.nn.Module):
+    def forward(self, x):
+        return (2 * x).relu() + 1
+
+
+with tempfile.TemporaryDirectory() as folder:
+    exported = torch.export.export(Scaled(), (torch.randn(8, 16),))
+    package = torch._inductor.aoti_compile_and_package(
+        exported, package_path=os.path.join(folder, "scaled.pt2")
+    )
+    ended = {}
+    for rows, check in ((12, "0"), (12, "1"), (3, "0"), (3, "1")):
+        code, out, last = run_child(
+            CALL_PACKAGE, package, str(rows), env={"AOTI_RUNTIME_CHECK_INPUTS": check}
+        )
+        if code == 0:
+            ended[rows, check] = f"returned shape {out.splitlines()[-1]}"
+        elif code < 0:
+            ended[rows, check] = f"killed by signal {-code}: {last[:100]}"
+        else:
+            ended[rows, check] = f"exit status {code}: {last[:100]}"
+        print(f"{rows} rows, AOTI_RUNTIME_CHECK_INPUTS={check}: {ended[rows, check]}")
+for rows in (12, 3):
+    assert "unmatched dim value" in ended[rows, "1"], ended[rows, "1"]
+# Fewer rows: either the compiled shape came back, or the process died.
+assert ended[3, "0"] == "returned shape (8, 16)" or "signal" in ended[3, "0"]
+edge("aoti-unchecked-shapes", ended[12, "0"] == "returned shape (8, 16)")

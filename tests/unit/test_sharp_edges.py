@@ -1,0 +1,179 @@
+"""The sharp-edges table: edge lines in a page's output, kept in its version
+records, rendered by ``.. sharp-edges-table::`` in a real (small) Sphinx build.
+
+The build is in-process and runs no example: a hand-written document stands
+for the page Sphinx-Gallery would generate, and the records are planted, so
+the test sees the table change when a release's record says an edge is gone.
+"""
+
+import json
+import re
+
+import pytest
+from sphinx.application import Sphinx
+
+from pagelib import contract, records
+
+RELEASES = ["2.7.1", "2.8.0", "2.9.1"]
+PAGE = '''"""
+Edges
+=====
+"""
+
+import sys
+
+import torch
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+'''
+DOCUMENT = """
+Edges
+=====
+
+.. sharp-edges-table::
+
+.. _edge-slow-cache:
+
+A slow cache
+------------
+
+.. _edge-lost-tangent:
+
+A lost tangent
+--------------
+"""
+
+
+def test_edge_lines_are_read_in_order_and_other_lines_ignored():
+    stdout = (
+        "PyTorch 2.9.1; devices exercised: ['cpu'] (no CUDA)\n"
+        "sharp edge slow-cache: present\n"
+        "a sharp edge slow-cache: gone\n"  # not at the start of a line
+        "sharp edge lost-tangent: not applicable (arrived in 2.10)\n"
+        "sharp edge Bad_Name: present\n"
+    )
+    assert contract.edges_in_output(stdout) == {
+        "slow-cache": "present",
+        "lost-tangent": "not applicable",
+    }
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "versions" / "records").mkdir(parents=True)
+    releases = "".join(f'[[releases]]\ntorch = "{r}"\n\n' for r in RELEASES)
+    (tmp_path / "versions" / "matrix.toml").write_text(
+        f'[[below]]\ntorch = "2.6.0"\n\n[pages]\npackages = []\n\n{releases}'
+    )
+    (tmp_path / "advanced").mkdir()
+    source = tmp_path / "advanced" / "edges.py"
+    source.write_text(PAGE)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "tutorials" / "edges.rst").write_text(DOCUMENT)
+    (tmp_path / "index.rst").write_text(
+        "Site\n====\n\n.. toctree::\n\n   tutorials/edges\n"
+    )
+    (tmp_path / "conf.py").write_text(
+        "extensions = ['sharp_edges']\n"
+        "sphinx_gallery_conf = {'examples_dirs': ['advanced'],"
+        " 'gallery_dirs': ['tutorials']}\n"
+        "def setup(app):\n"
+        "    app.add_config_value('sphinx_gallery_conf', {}, 'env')\n"
+    )
+    digest = contract.code_digest(source)
+
+    def plant(edges_by_release):
+        data = {"2.6.0": {"code_digest": digest, "result": "below-floor"}}
+        for release in RELEASES:
+            edges = edges_by_release.get(release)
+            data[release] = {"code_digest": digest, "result": "pass"}
+            if edges is not None:
+                data[release]["edges"] = edges
+        (tmp_path / "versions" / "records" / "edges.json").write_text(json.dumps(data))
+
+    return tmp_path, source, plant
+
+
+def build(srcdir):
+    """The table's rows as [[cell text, ...], ...] and the build's warnings."""
+    warnings = []
+
+    class Warnings:
+        def write(self, text):
+            warnings.append(text)
+
+        def flush(self):
+            pass
+
+    app = Sphinx(
+        srcdir,
+        srcdir,
+        srcdir / "_build",
+        srcdir / "_build" / ".doctrees",
+        "html",
+        status=None,
+        warning=Warnings(),
+        freshenv=True,
+    )
+    app.build()
+    html = (srcdir / "_build" / "tutorials" / "edges.html").read_text()
+    rows = []
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S):
+        cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
+        rows.append([re.sub(r"<[^>]+>|\s+", " ", cell).strip() for cell in cells])
+    links = re.findall(r'href="#(edge-[a-z-]+)"', html)
+    return rows, links, "".join(warnings)
+
+
+def test_the_table_follows_the_records(project):
+    srcdir, source, plant = project
+    present = {"slow-cache": "present", "lost-tangent": "present"}
+    plant({release: present for release in RELEASES})
+    rows, links, warnings = build(srcdir)
+    assert "sharp-edges" not in warnings, warnings
+    assert rows == [
+        ["Sharp edge", "2.7", "2.8", "2.9"],
+        ["A slow cache", "present", "present", "present"],
+        ["A lost tangent", "present", "present", "present"],
+    ]
+    assert links == ["edge-slow-cache", "edge-lost-tangent"]
+
+    # A new release of the matrix fixes one edge: the table says so.
+    gone = {"slow-cache": "gone", "lost-tangent": "present"}
+    plant({"2.7.1": present, "2.8.0": present, "2.9.1": gone})
+    rows, _, _ = build(srcdir)
+    assert rows[1] == ["A slow cache", "present", "present", "gone"]
+    assert rows[2] == ["A lost tangent", "present", "present", "present"]
+
+
+def test_missing_feature_and_unrun_release(project):
+    srcdir, source, plant = project
+    plant(
+        {
+            "2.7.1": {"slow-cache": "not applicable", "lost-tangent": "present"},
+            "2.9.1": {"slow-cache": "present", "lost-tangent": "gone"},
+        }
+    )
+    table = records.edge_table(srcdir, source)
+    assert table.rows == [
+        ("slow-cache", ["not applicable", records.NOT_RUN, "present"]),
+        ("lost-tangent", ["present", records.NOT_RUN, "gone"]),
+    ]
+    rows, _, _ = build(srcdir)
+    assert rows[1] == ["A slow cache", "–", "not run", "present"]
+
+
+def test_stale_records_and_missing_labels_are_warnings(project):
+    srcdir, source, plant = project
+    plant({release: {"slow-cache": "present"} for release in RELEASES})
+    source.write_text(PAGE + "\nprint('new code')\n")  # the records are now stale
+    table = records.edge_table(srcdir, source)
+    assert table.rows == [] and "make matrix PAGES=edges" in table.problems[0]
+    _, _, warnings = build(srcdir)
+    assert "no current record of edges names a sharp edge" in warnings
+
+    source.write_text(PAGE)
+    plant({release: {"unknown-edge": "present"} for release in RELEASES})
+    _, _, warnings = build(srcdir)
+    assert "edge-unknown-edge" in warnings  # a row whose section does not exist
