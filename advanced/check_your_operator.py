@@ -664,6 +664,7 @@ TROUBLE = "Troubleshooting Custom Operators"
 MUTABLE = "Functional and Mutable Operators"
 PYTHON_OPS = "Custom Python Operators"
 LAYOUTS_PAGE = "Layouts, CUDA Graphs and Streams"
+EDGES = "Sharp Edges: PyTorch Behaviours That Surprise Operator Authors"
 FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("", r"torch\.no_grad", "What a Custom Operator Costs",
      "Switching autograd off, properly"),
@@ -674,12 +675,12 @@ FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("test_autograd", r"", PYTHON_OPS, "Adding training support for crop"),
     ("gradcheck", r"", PYTHON_OPS, "gradcheck catches it"),
     ("gradgradcheck", r"", TROUBLE, "A backward written in NumPy"),
-    ("forward AD", r"", "Function Transforms and Generated Fake Kernels",
+    ("forward AD", r"", "Custom Operators in Function Transforms",
      "The fix: an autograd.Function around the operator"),
     ("vmap", r"", "Training and Other Registrations", "Batching with register_vmap"),
     ("recompiles", r"", SHAPES, "A fake kernel that specializes"),
     ("layout", r"", LAYOUTS_PAGE, "An operator that sees the layout"),
-    ("", r"u\d+ >= 2", SHAPES, "A fake kernel for a data-dependent size"),
+    ("", r"u\d+ >= 2", EDGES, "create_unbacked_symint assumes at least two"),
     ("compiled", r"capture_dynamic", SHAPES, "Output sizes that depend on the data"),
     ("", r"stride", TROUBLE, "Fake kernel with the wrong strides"),
     ("", r"dtype", TROUBLE, "The two detectors"),
@@ -2026,7 +2027,8 @@ print(nms_report)
 # keep fewer than two boxes, the empty one and the one whose boxes are all
 # the same box, the compiled and exported programs stop with ``u0 >= 2``. The
 # fix is ``ctx.new_dynamic_size()``, whose minimum is 0
-# (:ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py` compares the two).
+# (:ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py` compares the two;
+# :ref:`edge-unbacked-minimum-two` tracks the edge release by release).
 # Not a corner case: one box is enough.
 
 one_box = (torch.tensor([[0.0, 0, 10, 10]]), torch.tensor([0.9]), 0.5)

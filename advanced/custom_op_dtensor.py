@@ -580,8 +580,9 @@ assert ("Sharding propagation failed" in chain) == (RELEASE >= (2, 9))
 # A kernel that writes into a buffer, declared with ``mutates_args`` and
 # returning ``None``, has no output placements: its rule pairs an empty list
 # of outputs with the inputs' placements. DTensor's rule machinery assumed at
-# least one output before PyTorch 2.11 (issue #167219), so this part of the
-# page depends on the release. The first rule below looks like
+# least one output before PyTorch 2.11 (issue #167219,
+# :ref:`edge-sharding-no-output`), so this part of the page depends on the
+# release. The first rule below looks like
 # ``whole_rows``: both tensors replicated, or both sharded by rows. The
 # experiment calls the operator with ``x`` sharded by rows and ``out`` in
 # each of the three placements, and reports whether ``out`` received the
@@ -652,7 +653,8 @@ else:
 # argument, an ``out=`` variant its keyword argument); ``add_rows_into``
 # follows neither. So it treated ``out`` like any input: it redistributed
 # ``out`` into a new tensor that matches the rule, and the kernel wrote into
-# that temporary. Earlier releases fail inside DTensor's rule machinery (an
+# that temporary (:ref:`edge-dtensor-lost-write`). Earlier releases fail
+# inside DTensor's rule machinery (an
 # ``IndexError``, or on 2.9 and 2.10 a ``RuntimeError`` around it); there,
 # return the result instead of writing into a buffer.
 #
@@ -752,7 +754,8 @@ assert report[("normalize_dim", 1)] == ("Replicate()", True)
 # the rule forbids for that value, and returned a wrong result without an
 # error. The ``int`` version ran its rule for each value and got both right.
 # If a rule depends on a ``bool``, ``float``, string or list, pass it as an
-# ``int`` (or put an ``int`` argument before it).
+# ``int`` (or put an ``int`` argument before it;
+# :ref:`edge-sharding-cache-non-int`).
 #
 # Meshes with more dimensions
 # ---------------------------

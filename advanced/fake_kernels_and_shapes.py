@@ -572,7 +572,8 @@ print(f"opcheck passed and unique matches torch.unique on {devices}")
 # name of the same idea, with one difference worth knowing: it assumes the
 # size is at least 2, where ``new_dynamic_size`` assumes only that it is at
 # least 0. A fake kernel that promises a minimum of 2 lets the compiler
-# simplify code for sizes 0 and 1 that can then occur. The two signatures:
+# simplify code for sizes 0 and 1 that can then occur
+# (:ref:`edge-unbacked-minimum-two`). The two signatures:
 
 for name in ("new_dynamic_size", "create_unbacked_symint"):
     print(f"{name}{inspect.signature(getattr(context_types[0], name))}")

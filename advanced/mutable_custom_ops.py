@@ -769,8 +769,9 @@ else:
 # signature. Declared as mutating an optional ``out``, it fails as soon as
 # someone passes a buffer, because it then returns an input. Up to PyTorch
 # 2.12 it fails without a buffer too, with an ``IndexError`` from inside
-# PyTorch (the version-counter kernel looks for the omitted ``out``); the
-# cell shows what this release does.
+# PyTorch (the version-counter kernel looks for the omitted ``out``;
+# :ref:`edge-maybe-out-index-error`); the cell shows what this release
+# does.
 
 
 @torch.library.custom_op("mutable_ops::softcap_maybe_out", mutates_args={"out"})
