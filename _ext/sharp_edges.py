@@ -38,12 +38,13 @@ def status_text(status):
 
 def table_rst(table):
     """The reST list-table of an ``records.EdgeTable``."""
+    header = _("Sharp edge")
     lines = [
         ".. list-table::",
         "   :header-rows: 1",
         "   :class: sharp-edges-table",
         "",
-        f"   * - {_('Sharp edge')}",
+        f"   * - {header}",
     ]
     lines += [f"     - {release}" for release in table.releases]
     for edge, statuses in table.rows:
