@@ -21,8 +21,9 @@ and read from the package itself what ties it to the machine that built it.
        * Which custom operators run without Python: C++ operators,
          ``triton_op`` and compositions of ATen operators, but not
          ``custom_op``
-       * Why a fixed-shape package returns wrong results silently, and how
-         ``AOTI_RUNTIME_CHECK_INPUTS=1`` turns that into an error
+       * Why a fixed-shape package returns wrong results silently on more
+         rows and crashes the process on fewer, and how
+         ``AOTI_RUNTIME_CHECK_INPUTS=1`` turns both into an error
        * What ties a package to its CPU, GPU and PyTorch release
 
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
@@ -51,8 +52,9 @@ and read from the package itself what ties it to the machine that built it.
       ``dlopen`` the library, then run the package with
       ``torch::inductor::AOTIModelPackageLoader``; in Python,
       ``torch.ops.load_library``, then ``torch._inductor.aoti_load_package``.
-   #. Test the package with ``AOTI_RUNTIME_CHECK_INPUTS=1`` on every input
-      shape production will send.
+   #. Test and deploy the package with ``AOTI_RUNTIME_CHECK_INPUTS=1``:
+      without it, an input of a shape the package was not built for gives
+      wrong results or crashes the process.
 
 AOTInductor compiles an exported program ahead of time into a shared
 library, and ``aoti_compile_and_package`` puts that library and its metadata
@@ -82,6 +84,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -827,6 +830,94 @@ ax.legend(loc="center left")
 plt.show()
 
 # %%
+# Fewer rows: a crash
+# -------------------
+#
+# Fewer rows than the package was built for is worse. The generated loops
+# still run over 8 rows, but the tensors that ``addmm`` and our operator
+# return have the real, smaller number of rows, so the loops write past
+# their end, into memory that belongs to something else. That can take the
+# process down, so we make the call in a child process: the same Python,
+# loading our library and the fixed-shape package built above, with 3 rows.
+
+CALL_PACKAGE = """
+import sys
+
+import torch
+import torch._inductor.codecache  # aoti_load_package of PyTorch 2.10 needs it
+
+library, package, rows = sys.argv[1:]
+torch.ops.load_library(library)
+output = torch._inductor.aoti_load_package(package)(torch.randn(int(rows), 16))
+print(f"the call returned {tuple(output.shape)}", flush=True)
+"""
+
+
+def run_in_python(package, rows, env=None):
+    """Call ``package`` on ``rows`` rows in a new Python process."""
+    # Input checks off unless asked for; no Python traceback on a crash.
+    unset = ("AOTI_RUNTIME_CHECK_INPUTS", "PYTHONFAULTHANDLER")
+    environment = {k: v for k, v in os.environ.items() if k not in unset}
+    args = [sys.executable, "-c", CALL_PACKAGE, library, package, rows]
+    done = subprocess.run(
+        [str(arg) for arg in args],
+        env={**environment, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode < 0:
+        ended = f"killed by {signal.Signals(-done.returncode).name}"
+    else:
+        ended = f"exit status {done.returncode}"
+    last_line = (done.stderr.strip().splitlines() or ["(nothing)"])[-1]
+    return done, ended, last_line
+
+
+narrow_run, narrow_ended, narrow_last = run_in_python(fixed_package, 3)
+print(f"{narrow_ended}; last line of standard error: {narrow_last[:100]}")
+print(f"the call returned before the crash: {'returned' in narrow_run.stdout}")
+assert narrow_run.returncode in (-signal.SIGABRT, -signal.SIGSEGV), narrow_ended
+if narrow_run.returncode == -signal.SIGABRT:
+    assert re.search(r"free|malloc|corrupt", narrow_last), narrow_last
+else:
+    assert "was resized" in narrow_last, narrow_last
+
+# %%
+# The child was killed by a signal: no exception, no traceback. With
+# ``SIGABRT``, the last line is glibc's allocator, which found its own
+# bookkeeping overwritten when it freed or handed out memory; with
+# ``SIGSEGV``, the process touched an invalid address and died without a
+# word, after the resize warning of the 16-row run. Which of the two, and
+# which message, can change from one run to the next with what the extra
+# rows overwrote; so can whether the call returned before the crash (the
+# line above says). In a server, that is the whole process, not one wrong
+# answer.
+#
+# With the input checks on, the same call raises instead:
+
+checked_narrow, checked_ended, checked_last = run_in_python(
+    fixed_package, 3, env={"AOTI_RUNTIME_CHECK_INPUTS": "1"}
+)
+reason = re.search(r"input_handles\[0\]: unmatched dim.*", checked_narrow.stderr)
+print(f"{checked_ended}; last line of standard error: {checked_last[:90]}")
+print(f"reported on standard error: {reason[0]}")
+named = "unmatched dim" in checked_last
+print(f"the RuntimeError itself names the dimension: {named}")
+assert checked_narrow.returncode == 1 and checked_last.startswith("RuntimeError: ")
+assert reason[0].endswith("unmatched dim value at 0, expected: 8, but got: 3")
+assert named == (RELEASE >= (2, 13))
+
+# %%
+# The call raises an ordinary ``RuntimeError``, which the caller can catch,
+# and the runtime names the input and the dimension on standard error;
+# since PyTorch 2.13 the exception's message says it too (before, it only
+# says that the call failed). This is why a deployment, not only its tests,
+# should run with ``AOTI_RUNTIME_CHECK_INPUTS=1``: an input of a shape the
+# package was not built for then costs one exception instead of wrong
+# answers or the process.
+
+# %%
 # Input shapes are not the only promise a package relies on. The code after
 # an opaque operator assumes the output the fake kernel described: its sizes
 # and strides (:ref:`sphx_glr_tutorials_operator_signatures.py`). Does the
@@ -966,9 +1057,10 @@ else:
 # an ATen kernel of libtorch, or a C++ operator whose library the program
 # loads first; ``triton_op`` and composite operators qualify, ``custom_op``
 # does not. Export with dynamic dimensions where the model allows them, and
-# test with ``AOTI_RUNTIME_CHECK_INPUTS=1``: by default a package believes
-# whatever shapes it is handed. Build on the CPU, GPU and PyTorch release you
-# deploy to.
+# test and deploy with ``AOTI_RUNTIME_CHECK_INPUTS=1``: by default a package
+# believes whatever shapes it is handed, and fewer rows than it was built for
+# can crash the process. Build on the CPU, GPU and PyTorch release you deploy
+# to.
 
 shutil.rmtree(scratch)
 
