@@ -14,11 +14,13 @@ says.
     .. grid-item-card:: :octicon:`mortar-board;1em;` What you will learn
        :class-card: card-prerequisites
 
-       * Why the compiler deletes an operator that returns nothing
+       * Why the compiler, and export's decomposition, delete an operator
+         that returns nothing
        * How ``register_effect(EffectType.ORDERED)`` keeps every call, in
-         order, and what an effect token is
+         order, with and without gradients, and what an effect token is
        * How to declare an effect on an operator not made with ``custom_op``
-       * Why a warm compile cache can hide a new declaration
+       * Why a warm compile cache can hide a new declaration, and how to
+         clear it
 
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
@@ -33,21 +35,26 @@ says.
       ``mutates_args=()``, returning ``None``, with a fake kernel that
       returns ``None``.
    #. Declare it right after defining it, before anything compiles:
-      ``op.register_effect(torch.library.EffectType.ORDERED)``.
-   #. Test the effect itself under ``torch.compile``: what the log or file
-      received, and in which order, against eager mode.
+      ``op.register_effect(torch.library.EffectType.ORDERED)``. The
+      declaration does nothing for an operator that mutates an argument.
+   #. Test the effect itself under ``torch.compile``, with and without
+      gradients, and after ``run_decompositions()`` of an export: what the
+      log or file received, and in which order, against eager mode.
    #. For an operator not made with ``custom_op`` (``Library.define``, C++),
       use the private ``torch.library._register_effectful_op``.
-   #. After adding a declaration to code that has compiled before, clear the
-      compile cache once.
+   #. After adding a declaration to code that has compiled before, delete
+      the compile cache folder once (``TORCHINDUCTOR_CACHE_DIR``);
+      ``TORCHINDUCTOR_AUTOGRAD_CACHE=0`` does not clear it.
+   #. Keep operators with host-side effects out of CUDA graphs
+      (``mode="reduce-overhead"``): a replay skips them.
 """
 
 # %%
 # Setting up
 # ----------
 #
-# The operators on this page record values from CPU tensors; nothing here
-# depends on the device.
+# The operators on this page record values from CPU tensors. On a machine
+# with a CUDA GPU, one cell also records a CUDA graph.
 
 import sys
 
@@ -56,18 +63,23 @@ import torch
 if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 10):
     sys.exit(f"This page needs PyTorch 2.10 or later; this is {torch.__version__}.")
 
+import ast
 import itertools
 import operator
+import os
+import shutil
+import subprocess
 import tempfile
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 from torch.library import EffectType
 
 torch.manual_seed(0)
-RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
-devices = ["cpu"]
-print(f"PyTorch {torch.__version__}; devices exercised: {devices} (operators only log)")
+devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
+print(f"PyTorch {torch.__version__}; devices exercised: {devices} ({hardware})")
 
 # %%
 # An operator that only has an effect
@@ -140,8 +152,37 @@ for backend in ("aot_eager", "inductor"):
     assert received == []
 
 # %%
-# The outputs are right and the journal is empty. Nothing failed and nothing
-# warned: the three calls were deleted. The schema says why:
+# The outputs are right and ``journal`` is empty. Nothing failed and nothing
+# warned: the three calls were deleted. ``torch.export`` behaves differently
+# at each of its two steps. ``torch.export.export`` keeps every call, and the
+# exported program, run as a module, fills ``journal``. Its
+# ``run_decompositions()``, which lowers the program to the core ATen
+# operators and which AOTInductor and other lowerings run, deletes them:
+
+
+class MonitoredModel(torch.nn.Module):
+    def forward(self, x):
+        return monitored_forward(x)
+
+
+def record_calls(program):
+    return [n for n in program.graph.nodes if "record" in str(n.target)]
+
+
+exported = torch.export.export(MonitoredModel(), (sample,))
+decomposed = exported.run_decompositions()
+for label, program in [("exported", exported), ("decomposed", decomposed)]:
+    _, received = run_and_read_journal(program.module(), sample)
+    journals[f"{label}, undeclared"] = received
+    calls = len(record_calls(program))
+    print(f"{label}: {calls} record calls in the graph, {len(received)} entries")
+assert len(record_calls(exported)) == 3
+assert journals["exported, undeclared"] == expected_journal
+assert record_calls(decomposed) == [] and journals["decomposed, undeclared"] == []
+
+# %%
+# A test that only exports would pass, and the program a deployment
+# compiles would have lost every call. The schema says why:
 
 schema = torch.ops.effects_ops.record.default._schema
 print(schema)
@@ -157,13 +198,20 @@ assert schema.returns == [] and not schema.is_mutable
 # --------------------
 #
 # ``register_effect`` (a method of the object ``custom_op`` returns) takes
-# an ``EffectType``, which ``torch.library`` exports. ``ORDERED``, its only
-# member, means: keep every call, and keep all such calls in program order.
-# Both exist from PyTorch 2.10, this page's floor. Declare the effect before
-# the first compile, next to the definition.
+# a ``torch.library.EffectType``. ``ORDERED``, its only member, means: keep
+# every call, and keep all such calls in program order. Both exist from
+# PyTorch 2.10, this page's floor, and both are undocumented: ``EffectType``
+# imports from ``torch.library`` but is not in its ``__all__``, and the
+# method has no docstring. (Releases 2.7 to 2.9 have a private route,
+# ``torch._higher_order_ops.effects._register_effectful_op``, but their
+# Inductor deletes the calls all the same.) Declare the effect before the
+# first compile, next to the definition.
 
 print(f"EffectType members: {[member.name for member in EffectType]}")
+print(f"'EffectType' in torch.library.__all__: {'EffectType' in torch.library.__all__}")
 assert [member.name for member in EffectType] == ["ORDERED"]
+assert "EffectType" not in torch.library.__all__
+assert record.register_effect.__doc__ is None
 record.register_effect(EffectType.ORDERED)
 
 torch.compiler.reset()
@@ -178,6 +226,44 @@ print(f"aot_eager, declared: the journal got {len(expected_journal)} entries per
 # Each compiled call now leaves the same three entries as eager mode, with
 # the same values, in the same order.
 #
+# The declaration is for operators whose schema shows no effect at all. On
+# an operator that mutates an argument, ``register_effect`` is accepted and
+# then ignored, without a word: such an operator gets no token (below), so
+# nothing orders it against the declared ones. ``record_peak`` writes the
+# largest magnitude into ``peak``; exported and decomposed, only ``record``
+# is wrapped in the ``with_effects`` call that carries a token:
+
+
+@torch.library.custom_op("effects_ops::record_peak", mutates_args=("peak",))
+def record_peak(x: torch.Tensor, peak: torch.Tensor) -> None:
+    peak.copy_(x.abs().max())
+
+
+@record_peak.register_fake
+def _(x, peak):
+    return None
+
+
+record_peak.register_effect(EffectType.ORDERED)  # accepted, and ignored
+
+
+class PeakThenRecord(torch.nn.Module):
+    def forward(self, x, peak):
+        record_peak(x, peak)
+        record(x, "input")
+        return x + 1
+
+
+peak_program = torch.export.export(PeakThenRecord(), (sample, torch.zeros(())))
+wrapped = [
+    str(node.args[1])
+    for node in peak_program.run_decompositions().graph.nodes
+    if node.target is torch.ops.higher_order.with_effects
+]
+print(f"operators called through with_effects: {wrapped}")
+assert wrapped == ["effects_ops.record.default"]
+
+# %%
 # How the order is kept: effect tokens
 # ------------------------------------
 #
@@ -186,12 +272,6 @@ print(f"aot_eager, declared: the journal got {len(expected_journal)} entries per
 # effectful call takes. That data dependency is what keeps every call, and in
 # order. ``torch.export`` shows the tokens once the program is decomposed to
 # the core ATen operators:
-
-
-class MonitoredModel(torch.nn.Module):
-    def forward(self, x):
-        return monitored_forward(x)
-
 
 exported = torch.export.export(MonitoredModel(), (sample,))
 _, journals["exported, declared"] = run_and_read_journal(exported.module(), sample)
@@ -230,11 +310,11 @@ print(f"inductor after declaring: the journal received {received}")
 # %%
 # Inductor and AOTAutograd cache compiled programs, on disk as well as in
 # memory (``torch.compiler.reset()`` clears only the latter). The key of the
-# AOTAutograd cache is computed from the captured graph, and that graph is
-# the same with or without the declaration. So when the AOTAutograd cache is
-# on, this compile found the program compiled earlier
-# without the declaration, and used it: the journal stayed empty. Turn the
-# cache off for one compile, and the declaration takes effect:
+# AOTAutograd cache is computed from the graph Dynamo captured, and that
+# graph is the same with or without the declaration. So when the AOTAutograd
+# cache is on, this compile found the program compiled earlier without the
+# declaration, and used it: ``journal`` stayed empty. That is a PyTorch
+# bug, not a rule of the cache.
 
 import torch._functorch.config as functorch_config  # private: the cache switch
 import torch._inductor.config as inductor_config
@@ -247,24 +327,161 @@ aot_cache_on = (
 print(f"AOTAutograd cache on: {aot_cache_on}")
 assert (journals["inductor, declared, warm cache"] == []) == aot_cache_on
 
-torch.compiler.reset()
-with functorch_config.patch(enable_autograd_cache=False):
-    compiled = torch.compile(monitored_forward, fullgraph=True)
-    out, journals["inductor, declared, no cache"] = run_and_read_journal(
-        compiled, sample
-    )
-torch.testing.assert_close(out, expected_out)
-assert journals["inductor, declared, no cache"] == expected_journal
-print("inductor without the AOTAutograd cache: the journal matches eager")
-
 # %%
 # In a real project the stale program sits in the cache folder
-# (``TORCHINDUCTOR_CACHE_DIR``) that your earlier runs filled. After adding a
-# declaration to an operator that has compiled before, delete that folder
-# once, or run once with ``TORCHINDUCTOR_AUTOGRAD_CACHE=0``. A declaration
-# made next to the definition, before the first compile, never meets a stale
-# entry.
+# (``TORCHINDUCTOR_CACHE_DIR``) that your earlier runs filled. Turning the
+# cache off for one run with ``TORCHINDUCTOR_AUTOGRAD_CACHE=0`` does not
+# clear it: that run neither reads nor writes the cache, so the next ordinary
+# run loads the stale program again. Four runs of a small script, each in a
+# fresh process, all with one cache folder that starts empty, show it:
+
+cache_script = textwrap.dedent("""
+    import sys
+    import torch
+
+    journal = []
+
+    @torch.library.custom_op("effects_ops::record", mutates_args=())
+    def record(x: torch.Tensor, tag: str) -> None:
+        journal.append(tag)
+
+    @record.register_fake
+    def _(x, tag):
+        return None
+
+    if sys.argv[1] == "declared":
+        record.register_effect(torch.library.EffectType.ORDERED)
+
+    def step(x):
+        record(x, "before")
+        y = x @ x
+        record(y, "after")
+        return y
+
+    torch.compile(step, fullgraph=True)(torch.randn(3, 3))
+    print(journal)
+""")
+cache_folder = Path(tempfile.mkdtemp(prefix="effects-cache-"))
+# Inductor's own settings left at their defaults, the cache folder ours.
+child_env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHINDUCTOR_")}
+child_env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_folder)
+
+
+def run_script(version, **settings):
+    process = subprocess.run(
+        [sys.executable, "-c", cache_script, version],
+        env={**child_env, **settings},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return ast.literal_eval(process.stdout.strip().splitlines()[-1])
+
+
+cache_runs = {
+    "1. undeclared": run_script("undeclared"),
+    "2. declared, TORCHINDUCTOR_AUTOGRAD_CACHE=0": run_script(
+        "declared", TORCHINDUCTOR_AUTOGRAD_CACHE="0"
+    ),
+    "3. declared": run_script("declared"),
+}
+shutil.rmtree(cache_folder)
+cache_runs["4. declared, cache folder deleted"] = run_script("declared")
+for label, received in cache_runs.items():
+    print(f"{label:<45} received {received}")
+assert list(cache_runs.values()) == [[], ["before", "after"], [], ["before", "after"]]
+shutil.rmtree(cache_folder)
+
+# %%
+# Run 2 bypassed the cache and kept both calls; run 3, an ordinary run after
+# it, found the program that run 1 stored and lost them again. Only deleting
+# the folder removed the stale entry (and a remote cache, if you use one,
+# holds a copy too). After adding a declaration to an operator that has
+# compiled before, delete the cache folder once. A declaration made next to
+# the definition, before the first compile, never meets a stale entry.
 #
+# Training
+# --------
+#
+# Every call so far ran under ``torch.no_grad()``, as inference does. With
+# gradients on, AOTAutograd traces a forward and a backward graph, and the
+# token chain runs through the forward one. Both backends keep the calls and
+# compute the eager gradients:
+
+
+def train_step(function, x):
+    """One backward pass; what ``journal`` received and the weight's gradient."""
+    journal.clear()
+    layer.zero_grad()
+    function(x).square().sum().backward()
+    return list(journal), layer.weight.grad.clone()
+
+
+_, expected_grad = train_step(monitored_forward, sample)
+for backend in ("aot_eager", "inductor"):
+    torch.compiler.reset()
+    compiled = torch.compile(monitored_forward, backend=backend, fullgraph=True)
+    journals[f"{backend}, declared, training"], grad = train_step(compiled, sample)
+    torch.testing.assert_close(grad, expected_grad)
+    assert journals[f"{backend}, declared, training"] == expected_journal
+    print(f"{backend}, training: journal matches eager, so does the gradient")
+
+# %%
+# CUDA graphs
+# -----------
+#
+# ``torch.compile(mode="reduce-overhead")`` records the compiled GPU work
+# as a CUDA graph and then replays the recording, without running Python
+# (:ref:`sphx_glr_tutorials_strides_and_runtime.py`). An operator's
+# host-side work, such as ``record``'s ``.item()`` and list append or a
+# file write, happens once, while the graph is recorded, and never on a
+# replay. The declaration orders the calls in the compiled program; it is
+# no promise that they run outside a recording. Do not compile code that
+# calls such an operator with ``mode="reduce-overhead"``. On a GPU the cell
+# records a CUDA graph by hand, around a declared operator that only
+# appends to a list (``.item()`` cannot even run while a graph is being
+# recorded), and replays it three times:
+
+if torch.cuda.is_available():
+    cuda_calls = []
+
+    @torch.library.custom_op("effects_ops::note_call", mutates_args=())
+    def note_call(x: torch.Tensor) -> None:
+        cuda_calls.append(tuple(x.shape))  # host-side only: no synchronization
+
+    @note_call.register_fake
+    def _(x):
+        return None
+
+    note_call.register_effect(EffectType.ORDERED)
+
+    def noted_double(x):
+        note_call(x)
+        return x * 2
+
+    static_input = torch.randn(4, 6, device="cuda")
+    side_stream = torch.cuda.Stream()  # warm up off the default stream
+    side_stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side_stream):
+        noted_double(static_input)
+    torch.cuda.current_stream().wait_stream(side_stream)
+    cuda_graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cuda_graph):
+        static_output = noted_double(static_input)
+    calls_when_recorded = len(cuda_calls)
+    for _replay in range(3):
+        static_input.copy_(torch.randn(4, 6, device="cuda"))
+        cuda_graph.replay()
+        torch.testing.assert_close(static_output, static_input * 2)
+    print(
+        f"calls noted: {calls_when_recorded} up to the recording, "
+        f"{len(cuda_calls) - calls_when_recorded} in 3 replays"
+    )
+    assert calls_when_recorded == 2 and len(cuda_calls) == 2
+else:
+    print("Skipped on this machine (no CUDA device): the CUDA-graph replay.")
+
+# %%
 # Operators not made with ``custom_op``
 # -------------------------------------
 #
@@ -311,16 +528,10 @@ print([tag for tag, *_ in mixed])
 assert mixed == expected_mixed and log_file.read_text() == expected_file
 
 # %%
-# The file received the same line, and the journal shows the write between
-# the third and fourth ``record`` calls, where the code put it: all
-# ``ORDERED`` operators share one chain of tokens. For operators built with
-# the LibTorch stable ABI, a tag that would declare the effect from C++ has
-# been proposed (pytorch/pytorch#189309); this release has none:
-
-print(f"torch.Tag has a side-effect tag: {hasattr(torch.Tag, 'has_side_effects')}")
-assert not hasattr(torch.Tag, "has_side_effects")
-
-# %%
+# The file received the same line, and ``journal`` shows the write between
+# the third and fourth ``record`` calls, where the code calls it: all
+# ``ORDERED`` operators share one chain of tokens.
+#
 # What the journal received
 # -------------------------
 #
@@ -347,19 +558,25 @@ ax.set_title("What the journal received, run by run")
 plt.show()
 
 # %%
-# Without the declaration both backends delivered nothing; with it, every
-# run delivered what eager mode did, except Inductor while its AOTAutograd
-# cache (when on) still held the undeclared program.
+# Without the declaration both backends and the decomposed export delivered
+# nothing, and only the undecomposed export delivered everything; with it,
+# every run delivered what eager mode did, in training too, except Inductor
+# while its AOTAutograd cache (when on) still held the undeclared program.
 #
 # Conclusion
 # ----------
 #
-# ``torch.compile`` and ``torch.export`` reason from the schema. An operator
-# that returns nothing and mutates nothing is, to them, a call without a
-# purpose, and it disappears without an error. ``register_effect`` with
+# ``torch.compile`` and export's ``run_decompositions()`` reason from the
+# schema. An operator that returns nothing and mutates nothing is, to them,
+# a call without a purpose, and it disappears without an error;
+# ``torch.export.export`` alone keeps it. ``register_effect`` with
 # ``EffectType.ORDERED`` tells them otherwise: every call stays, threaded on
-# a chain of effect tokens that fixes the order. Declare it next to the
-# definition, before anything compiles, and test the effect itself.
+# a chain of effect tokens that fixes the order, with and without
+# gradients. It does nothing for an operator that mutates an argument, and
+# it does not keep a call out of a CUDA graph. Declare it next to the
+# definition, before anything compiles; where code compiled before the
+# declaration, delete the compile cache folder, because the AOTAutograd
+# cache ignores declarations. And test the effect itself.
 #
 # Related pages:
 #

@@ -1,15 +1,12 @@
 """
-Function Transforms and Generated Fake Kernels
-==============================================
+Custom Operators in Function Transforms
+=======================================
 
 After this page you will be able to use a custom operator inside
 ``torch.func`` transforms (``grad``, ``jacrev``, ``jvp``, ``hessian``,
-``vmap``) and get numbers you can trust, knowing which transforms the
-operator's own registrations cover and which need a small
-``torch.autograd.Function`` around it. You will also be able to export a
-model whose operator has no fake kernel yet with ``torch.export.draft_export``,
-read its report, try the fake kernel it generates, and see where that kernel
-stops being enough.
+``vmap``) and in forward-mode AD, and get numbers you can trust, knowing
+which transforms the operator's own registrations cover and which need a
+small ``torch.autograd.Function`` around it.
 
 .. grid:: 2
 
@@ -19,20 +16,19 @@ stops being enough.
        * Which ``torch.func`` transforms work on a custom operator with
          ``register_autograd`` and ``register_vmap``, and which raise or,
          worse, return zeros
+       * Why forward mode, in ``torch.func`` or in
+         ``torch.autograd.forward_ad``, silently loses the derivative
        * How ``gradcheck(..., check_forward_ad=True)`` catches a silently
          wrong forward-mode derivative
        * How an ``autograd.Function`` with ``setup_context``, ``backward``
          and ``jvp`` around the operator makes every transform correct
-       * What ``draft_export`` reports for an operator without a fake
-         kernel, and the limits of the fake kernel it generates
 
     .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
        :class-card: card-prerequisites
 
-       * PyTorch 2.8 or later
+       * PyTorch 2.7 or later
        * NumPy and Matplotlib
        * :ref:`sphx_glr_tutorials_custom_op_registrations.py`
-       * :ref:`sphx_glr_tutorials_custom_ops_in_export.py`
 
 .. admonition:: Checklist
    :class: checklist
@@ -40,18 +36,16 @@ stops being enough.
    #. ``torch.func.vmap`` works on the operator once it has
       ``register_vmap``; nothing more is needed.
    #. ``torch.func.grad``, ``vjp``, ``jacrev`` and ``hessian`` raise on a
-      custom operator, up to PyTorch 2.15 at least (issue #179652), and
-      ``jvp`` and ``jacfwd`` return zero tangents without an error. Never
-      trust them on the bare operator.
+      custom operator, up to PyTorch 2.15 at least (issue #168393), and
+      forward mode (``jvp``, ``jacfwd``, ``torch.autograd.forward_ad``)
+      loses the tangent without an error. Never trust them on the bare
+      operator.
    #. Wrap the operator in a ``torch.autograd.Function`` with a ``forward``
       that calls it, ``setup_context``, ``backward``, ``jvp`` and
       ``generate_vmap_rule = True``, and apply the wrapper in
-      ``torch.func`` code.
+      ``torch.func`` code and wherever forward mode runs.
    #. Test the wrapper with ``gradcheck(..., check_forward_ad=True)`` and
       compare every transform you use with a composite version.
-   #. No fake kernel yet? ``torch.export.draft_export`` exports anyway and
-      reports the operator; the fake kernel it can generate knows only the
-      ranks and dtypes it saw. Write the real one before relying on it.
 
 Previous pages gave an operator a backward formula with
 ``register_autograd`` and a batching rule with ``register_vmap``. Those are
@@ -65,21 +59,21 @@ covers they cannot use what ``register_autograd`` registered.
 # Setting up
 # ----------
 #
-# The page needs ``torch.export.draft_export``, public from PyTorch 2.8. The
-# transforms run on every device this run has; the exports on the CPU.
+# The transforms run on every device this run has; the one export on the
+# CPU.
 
 import sys
 
 import torch
 
-if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 8):
-    sys.exit(f"This page needs PyTorch 2.8 or later; this is {torch.__version__}.")
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
+    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
 
-import logging
 import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch.autograd.forward_ad as forward_ad
 from matplotlib.patches import Patch
 from torch import Tensor
 from torch.autograd.gradcheck import GradcheckError
@@ -204,9 +198,9 @@ if RELEASE <= (2, 15):
 # The message speaks of an ``autograd.Function``: ``register_autograd``
 # builds one behind the scenes, and it lacks the ``setup_context`` form
 # ``torch.func`` requires. Every release this page runs on, up to 2.15,
-# fails this way (issue #179652), and so do ``vjp``, ``jacrev``,
-# ``hessian`` and ``vmap`` of ``grad``, which all differentiate backwards,
-# as the table further down shows.
+# fails this way (reported as issue #168393 against 2.8, and again since),
+# and so do ``vjp``, ``jacrev``, ``hessian`` and ``vmap`` of ``grad``,
+# which all differentiate backwards, as the table further down shows.
 #
 # ``torch.func.jvp`` returns zeros
 # --------------------------------
@@ -230,9 +224,28 @@ assert not hasattr(normalize, "register_jvp")
 # No error, no warning, and a derivative of zero. ``custom_op`` offers no
 # forward-mode registration (there is no ``register_jvp``), so the output
 # comes back without a tangent, which ``jvp`` reports as zeros. ``jacfwd``,
-# built on the same mechanism, returns a zero Jacobian. The detector is
-# ``gradcheck`` with ``check_forward_ad=True``, which compares forward-mode
-# derivatives with finite differences:
+# built on the same mechanism, returns a zero Jacobian.
+#
+# This is not about ``torch.func``: ordinary autograd's forward mode,
+# ``torch.autograd.forward_ad``, loses the tangent the same way. A dual
+# tensor goes in, and the output has no tangent at all. Only when the input
+# also requires grad does the call raise instead:
+
+with forward_ad.dual_level():
+    dual_output = normalize(forward_ad.make_dual(x, t))
+    forward_ad_tangent = forward_ad.unpack_dual(dual_output).tangent
+    print(f"torch.autograd.forward_ad: output tangent {forward_ad_tangent}")
+    assert forward_ad_tangent is None
+    try:
+        normalize(forward_ad.make_dual(x.clone().requires_grad_(), t))
+    except NotImplementedError as error:
+        print(f"input requiring grad: {type(error).__name__}: {str(error)[:60]}...")
+    else:
+        raise AssertionError("expected forward_ad to raise on a grad-requiring input")
+
+# %%
+# The detector is ``gradcheck`` with ``check_forward_ad=True``, which
+# compares forward-mode derivatives with finite differences:
 
 try:
     torch.autograd.gradcheck(
@@ -305,6 +318,10 @@ class Normalize(NormalizeBackwardOnly):
 assert torch.autograd.gradcheck(
     Normalize.apply, (x.clone().requires_grad_(),), check_forward_ad=True
 )
+with forward_ad.dual_level():
+    dual_output = Normalize.apply(forward_ad.make_dual(x, t))
+    wrapper_tangent = forward_ad.unpack_dual(dual_output).tangent
+torch.testing.assert_close(wrapper_tangent, finite_difference)
 
 
 class Scale(torch.nn.Module):
@@ -318,8 +335,9 @@ print(f"exported graph of the wrapper: {called}")
 assert "transforms_demo.normalize.default" in called
 
 # %%
-# ``gradcheck`` now passes in both modes, and the exported graph still
-# holds the operator as one node. Next, every transform, on the bare
+# ``gradcheck`` now passes in both modes, ``torch.autograd.forward_ad``
+# returns the finite-difference tangent, and the exported graph still holds
+# the operator as one node. Next, every transform, on the bare
 # operator and on the wrapper, against the composite; on a CUDA machine the
 # wrapper is checked on the GPU too. ``outcomes`` records, per transform,
 # whether each version was correct, raised, or returned a wrong answer.
@@ -378,21 +396,7 @@ assert vmap_rule_calls == rule_calls_before + 1
 # ``vmap`` of the wrapper went through the operator's ``register_vmap``
 # rule (the last check counts its calls). The bare operator gets only
 # ``vmap`` right; the backward-mode transforms raise and the forward-mode
-# ones are wrong. One more check against finite
-# differences rather than the composite: the wrapper's ``jacrev`` and
-# ``jacfwd`` Jacobians, column by column.
-
-columns = [
-    (normalize(x + eps * e) - normalize(x - eps * e)) / (2 * eps)
-    for e in torch.eye(5, dtype=torch.float64)
-]
-numeric_jacobian = torch.stack(columns, dim=1)
-torch.testing.assert_close(torch.func.jacrev(Normalize.apply)(x), numeric_jacobian)
-torch.testing.assert_close(torch.func.jacfwd(Normalize.apply)(x), numeric_jacobian)
-print("jacrev and jacfwd of the wrapper match the finite-difference Jacobian")
-
-# %%
-# The figure sums up the table on this release.
+# ones are wrong. The figure sums up the table on this release.
 
 names = list(transforms(composite, x, t, batch, weights))
 labels = ["custom_op", "autograd.Function"]
@@ -428,189 +432,26 @@ fig.suptitle(
 plt.show()
 
 # %%
-# You need the wrapper only in ``torch.func`` code. Elsewhere, call the
-# custom operator directly: ``register_autograd`` and ``register_vmap``
-# serve ``torch.autograd`` and ``torch.vmap``, as the first checks showed.
-#
-# An operator without a fake kernel: ``draft_export``
-# ---------------------------------------------------
-#
-# ``torch.export`` needs a fake kernel for every custom operator
-# (:ref:`sphx_glr_tutorials_custom_ops_in_export.py`). When you are handed a
-# model full of operators and want to know which lack one,
-# ``torch.export.draft_export`` exports anyway: it runs the real kernels on
-# the example inputs, records what they returned, and reports what was
-# missing. Here is an operator without a fake kernel and a model that
-# calls it.
-
-
-@torch.library.custom_op("transforms_demo::pairwise_l1", mutates_args=())
-def pairwise_l1(a: Tensor, b: Tensor) -> Tensor:
-    diffs = a.detach().cpu().numpy()[:, None, :] - b.detach().cpu().numpy()[None]
-    return torch.from_numpy(np.abs(diffs).sum(axis=2)).to(a.device)
-
-
-class NearestScores(torch.nn.Module):
-    def forward(self, a, b):
-        return (-pairwise_l1(a, b)).softmax(dim=1)
-
-
-def operator_output(program):
-    """The fake value export recorded for the pairwise_l1 call in a graph."""
-    target = torch.ops.transforms_demo.pairwise_l1.default
-    (node,) = [node for node in program.graph.nodes if node.target == target]
-    return node.meta["val"]
-
-
-def describe(tensor):
-    return f"shape {tuple(tensor.shape)}, strides {tensor.stride()}"
-
-
-model = NearestScores()
-a, b = torch.randn(4, 3), torch.randn(5, 3)
-real_out = pairwise_l1(a, b)
-torch.testing.assert_close(real_out, torch.cdist(a, b, p=1))
-
-try:
-    torch.export.export(model, (a, b), strict=False)
-except RuntimeError as error:
-    print(f"export: {type(error).__name__}: {str(error).splitlines()[0][:90]}...")
-    assert "There was no fake impl registered" in str(error)
-else:
-    raise AssertionError("expected export to need a fake kernel")
-
-# %%
-# ``torch.export.export`` stops at the operator. ``draft_export`` logs a
-# long warning when it finds problems; we silence that logger and read the
-# report from code instead. The report is the program's ``_report``
-# attribute, and its failure types live in ``torch.export._draft_export``:
-# both private names.
-
-from torch.export._draft_export import FailureType  # noqa: E402
-
-logging.getLogger("torch.export._draft_export").setLevel(logging.ERROR)
-draft = torch.export.draft_export(model, (a, b))
-report = draft._report
-for failure in report.failures:
-    print(f"{failure.failure_type.name}: {failure.data['op']}")
-(profile,) = report.op_profiles["transforms_demo.pairwise_l1.default"]
-for label, seen in [
-    ("input a", profile.args_profile[0]),
-    ("output", profile.out_profile),
-]:
-    print(f"profile, {label}: rank {seen.rank}, {seen.dtype}, {seen.device}")
-assert not report.successful()
-assert [f.failure_type for f in report.failures] == [FailureType.MISSING_FAKE_KERNEL]
-assert list(report.op_profiles) == ["transforms_demo.pairwise_l1.default"]
-assert profile.out_profile.rank == 2 and profile.out_profile.dtype == torch.float32
-
-# %%
-# One failure, of type ``MISSING_FAKE_KERNEL``, naming the operator, and
-# one *operator profile*: for each input and the output, the rank, dtype,
-# device and layout that the real kernel saw and produced. Not the sizes.
-# The draft program itself runs and agrees with the model; in its graph the
-# operator's output has sizes that are unknown symbols, and the inputs'
-# dtypes are asserted before the call:
-
-torch.testing.assert_close(draft.module()(a, b), model(a, b))
-print(f"pairwise_l1 in the draft graph: {describe(operator_output(draft))}")
-asserted = [n for n in draft.graph.nodes if "assert_tensor_metadata" in str(n.target)]
-assert len(asserted) == 2
-assert not any(isinstance(size, int) for size in operator_output(draft).shape)
-
-# %%
-# The generated fake kernel
-# -------------------------
-#
-# The profiles can stand in for a fake kernel. The context manager
-# ``unsafe_generate_fake_kernels`` registers a fake kernel built from them;
-# it lives in the private module ``torch._library.fake_profile`` and logs a
-# warning that it overrides existing fake kernels, which we silence too.
-# Inside it, a sound ``torch.export.export`` succeeds:
-
-from torch._library.fake_profile import (  # noqa: E402
-    MissingOpProfile,
-    unsafe_generate_fake_kernels,
-)
-
-logging.getLogger("torch._library.fake_profile").setLevel(logging.ERROR)
-with unsafe_generate_fake_kernels(report.op_profiles):
-    exported = torch.export.export(model, (a, b), strict=False)
-    fake_out = operator_output(exported)
-    checks = torch.library.opcheck(pairwise_l1, (a, b), raise_exception=False)
-    try:
-        torch.export.export(model, (a.double(), b.double()), strict=False)
-    except MissingOpProfile as error:
-        other_dtype = f"{type(error).__name__}: {str(error).splitlines()[0][:80]}..."
-torch.testing.assert_close(exported.module()(a, b), model(a, b))
-torch.export.export(model, (a, b), strict=False)  # after the block: still works
-print(f"generated fake kernel: {describe(fake_out)}")
-print(f"real kernel:           {describe(real_out)}")
-print(f"float64 inputs: {other_dtype}")
-assert not any(isinstance(size, int) for size in fake_out.shape)
-assert fake_out.stride() != real_out.stride()
-
-# %%
-# The export is correct on the example, and the limits are plain in the
-# output:
-#
-# * The output's sizes are unknown symbols, because the profile never
-#   recorded that the result has one row per row of ``a`` and one column
-#   per row of ``b``.
-# * The guessed strides are column-major, while the real kernel returns a
-#   row-major matrix; :ref:`sphx_glr_tutorials_strides_and_runtime.py`
-#   shows why a fake kernel's strides must be the real ones.
-# * Inputs of a rank, dtype or device the profile did not record find no
-#   match: the ``float64`` export raised ``MissingOpProfile``.
-# * The generated kernel outlives the block: for an operator made with
-#   ``custom_op`` that had no fake kernel, nothing is restored on exit, and
-#   the last export, after the block, still succeeded.
-#
-# ``opcheck`` sees the stride problem, on the CPU from PyTorch 2.13:
-
-stride_flagged = "Stride mismatch" in str(checks["test_faketensor"])
-print(f"opcheck test_faketensor: {str(checks['test_faketensor']).splitlines()[0][:90]}")
-assert stride_flagged == (RELEASE >= (2, 13))
-
-# %%
-# Writing the real fake kernel
-# ----------------------------
-#
-# The report told us which operator needs a fake kernel; the kernel itself
-# is two lines, with the sizes and layout the generated one could not know.
-
-
-@pairwise_l1.register_fake
-def _(a, b):
-    return a.new_empty(a.shape[0], b.shape[0])
-
-
-exported = torch.export.export(model, (a, b), strict=False)
-print(f"handwritten fake kernel: {describe(operator_output(exported))}")
-assert operator_output(exported).shape == real_out.shape
-assert operator_output(exported).stride() == real_out.stride()
-torch.library.opcheck(pairwise_l1, (a, b))
-torch.testing.assert_close(exported.module()(a, b), model(a, b))
-
-# %%
-# The sizes are concrete, the strides match the real kernel's and
-# ``opcheck`` passes.
+# You need the wrapper in ``torch.func`` code and wherever forward mode runs:
+# ``torch.func.jvp`` and ``jacfwd``, ``torch.autograd.forward_ad``, and
+# ``gradcheck(check_forward_ad=True)``. Elsewhere, call the custom operator
+# directly: ``register_autograd`` and ``register_vmap`` serve reverse-mode
+# ``torch.autograd`` and ``torch.vmap``, as the first checks showed.
 #
 # Conclusion
 # ----------
 #
 # On the releases this page covers, a custom operator takes part in
 # ``torch.vmap`` and ``torch.func.vmap`` through ``register_vmap``, and in
-# ordinary autograd through ``register_autograd``, but not in the other
-# ``torch.func`` transforms: the reverse-mode ones raise and the
-# forward-mode ones silently return zeros. For ``torch.func`` code, call the
-# operator through an ``autograd.Function`` with ``setup_context``,
-# ``backward``, ``jvp`` and ``generate_vmap_rule``, and check it with
-# ``gradcheck(check_forward_ad=True)``. ``draft_export`` finds the
-# operators that lack fake kernels and can generate stand-ins from what it
-# saw, but those know only ranks and dtypes: use them to make progress,
-# then write the real fake kernels.
+# reverse-mode autograd through ``register_autograd``, but not in the other
+# ``torch.func`` transforms, nor in forward mode anywhere: the reverse-mode
+# transforms raise, and ``jvp``, ``jacfwd`` and ``torch.autograd.forward_ad``
+# silently lose the derivative. For ``torch.func`` code and forward mode,
+# call the operator through an ``autograd.Function`` with
+# ``setup_context``, ``backward``, ``jvp`` and ``generate_vmap_rule``, and
+# check it with ``gradcheck(check_forward_ad=True)``.
 #
-# Previous: :ref:`sphx_glr_tutorials_custom_ops_in_export.py`. Next,
-# :ref:`sphx_glr_tutorials_custom_op_dtensor.py` runs a custom operator on
-# tensors sharded across processes.
+# Previous: :ref:`sphx_glr_tutorials_custom_ops_in_export.py`, which also
+# shows ``torch.export.draft_export`` for operators without a fake kernel.
+# Next, :ref:`sphx_glr_tutorials_custom_op_dtensor.py` runs a custom operator
+# on tensors sharded across processes.

@@ -6,7 +6,9 @@ After this page you will be able to export a model that calls custom
 operators with ``torch.export``, find those operators in the exported graph,
 make the export accept any batch size, and save the result to a ``.pt2`` file
 that another Python process can load and run, provided that process registers
-the same operators first.
+the same operators first. When a model's operators still lack fake kernels,
+you will be able to find them all at once with ``torch.export.draft_export``
+and judge the fake kernels it generates.
 
 .. grid:: 2
 
@@ -14,6 +16,8 @@ the same operators first.
        :class-card: card-prerequisites
 
        * Why ``torch.export`` needs a fake kernel for every custom operator
+       * What ``draft_export`` reports for operators without a fake kernel,
+         and the limits of the fake kernels it generates
        * How a custom operator appears in an exported graph
        * How to export with a dynamic batch size using ``torch.export.Dim``
        * How to save an exported program and load it in a fresh process
@@ -30,7 +34,10 @@ the same operators first.
    :class: checklist
 
    #. Give every custom operator a fake kernel, with the same argument checks
-      as the real kernel, before exporting.
+      as the real kernel, before exporting. To list the operators that lack
+      one, run ``torch.export.draft_export`` (PyTorch 2.8 and later); the
+      fake kernels it can generate know only ranks and dtypes, so write the
+      real ones before relying on the export.
    #. Export with ``torch.export.export(model, args)``; pass ``strict=``
       explicitly if your code must behave the same on every release (the
       default changed in PyTorch 2.8).
@@ -67,6 +74,7 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
 
 import inspect
+import logging
 import re
 import subprocess
 import tempfile
@@ -246,10 +254,155 @@ else:
     raise AssertionError("expected export to fail without fake kernels")
 
 # %%
-# The fake kernels describe the outputs: ``rank_rows`` returns a contiguous
-# tensor of the input's shape, and ``pairwise_l1`` one row per row of ``a``
-# and one column per row of ``b``. They run the same argument checks, so bad
-# input fails at export time, not only when the program runs.
+# Every operator without a fake kernel: ``draft_export``
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+#
+# ``torch.export.export`` stops at the first such operator, so in a model
+# full of operators you would find them one at a time.
+# ``torch.export.draft_export`` (PyTorch 2.8 and later) exports anyway: it
+# runs the real kernels on the example inputs, records what they returned,
+# and reports everything that was missing. It logs a long warning when it
+# finds problems; we silence that logger and read the report from code
+# instead. The report is the program's ``_report`` attribute, and its
+# failure types live in ``torch.export._draft_export``: both private names.
+
+HAS_DRAFT_EXPORT = hasattr(torch.export, "draft_export")
+assert HAS_DRAFT_EXPORT == (RELEASE >= (2, 8))
+if HAS_DRAFT_EXPORT:
+    from torch.export._draft_export import FailureType
+
+    logging.getLogger("torch.export._draft_export").setLevel(logging.ERROR)
+    draft = torch.export.draft_export(model, (x,))
+    report = draft._report
+    for failure in report.failures:
+        print(f"{failure.failure_type.name}: {failure.data['op']}")
+    profiles = report.op_profiles
+    for name, (profile,) in profiles.items():
+        seen = profile.out_profile
+        print(f"profile of {name}, output: rank {seen.rank}, {seen.dtype}")
+    assert not report.successful()
+    assert {f.failure_type for f in report.failures} == {
+        FailureType.MISSING_FAKE_KERNEL
+    }
+    assert sorted(profiles) == [
+        "export_demo.pairwise_l1.default",
+        "export_demo.rank_rows.default",
+    ]
+else:
+    print(f"torch.export.draft_export is not available in PyTorch {torch.__version__}")
+    print("(it is public from 2.8): the draft_export cells below are skipped.")
+
+# %%
+# One ``MISSING_FAKE_KERNEL`` failure per operator, and one *operator
+# profile* per operator: for each input and the output, the rank, dtype,
+# device and layout that the real kernel saw and produced. Not the sizes.
+# The draft program itself runs and agrees with the model; in its graph the
+# operators' outputs have sizes that are unknown symbols:
+
+
+def output_of(program, op):
+    """The fake value export recorded for the one call of ``op`` in a graph."""
+    (node,) = [node for node in program.graph.nodes if node.target == op]
+    return node.meta["val"]
+
+
+def describe(tensor):
+    return f"shape {tuple(tensor.shape)}, strides {tensor.stride()}"
+
+
+if HAS_DRAFT_EXPORT:
+    torch.testing.assert_close(draft.module()(x), scores)
+    for op in (
+        torch.ops.export_demo.rank_rows.default,
+        torch.ops.export_demo.pairwise_l1.default,
+    ):
+        print(f"{op} in the draft graph: {describe(output_of(draft, op))}")
+        assert not any(isinstance(size, int) for size in output_of(draft, op).shape)
+
+# %%
+# The generated fake kernels
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+#
+# The profiles can stand in for fake kernels. The context manager
+# ``unsafe_generate_fake_kernels`` registers fake kernels built from them;
+# it lives in the private module ``torch._library.fake_profile`` and logs a
+# warning that it overrides existing fake kernels, which we silence too.
+# Inside it, a sound ``torch.export.export`` succeeds:
+
+
+class PairwiseDistances(torch.nn.Module):
+    def forward(self, a, b):
+        return pairwise_l1(a, b)
+
+
+if HAS_DRAFT_EXPORT:
+    from torch._library.fake_profile import (
+        MissingOpProfile,
+        unsafe_generate_fake_kernels,
+    )
+
+    logging.getLogger("torch._library.fake_profile").setLevel(logging.ERROR)
+    ranked = rank_rows(model.project(x)).detach()
+    real_out = pairwise_l1(ranked, model.prototypes)
+    pairwise = torch.ops.export_demo.pairwise_l1.default
+    with unsafe_generate_fake_kernels(profiles):
+        generated = torch.export.export(model, (x,), strict=False)
+        checks = torch.library.opcheck(
+            pairwise_l1, (ranked, model.prototypes), raise_exception=False
+        )
+        try:
+            torch.export.export(
+                PairwiseDistances(),
+                (ranked.double(), ranked.double()),
+                strict=False,
+            )
+        except MissingOpProfile as err:
+            other_dtype = f"{type(err).__name__}: {str(err).splitlines()[0][:70]}..."
+        else:
+            raise AssertionError("expected no profile to match float64 inputs")
+    torch.testing.assert_close(generated.module()(x), scores)
+    torch.export.export(model, (x,), strict=False)  # after the block: still works
+    print(f"generated fake kernel: {describe(output_of(generated, pairwise))}")
+    print(f"real kernel:           {describe(real_out)}")
+    print(f"float64 inputs: {other_dtype}")
+    assert not any(
+        isinstance(size, int) for size in output_of(generated, pairwise).shape
+    )
+    assert output_of(generated, pairwise).stride() != real_out.stride()
+
+# %%
+# The export is correct on the example, and the limits are plain in the
+# output:
+#
+# * The output's sizes are unknown symbols, because the profile never
+#   recorded that the result has one row per row of ``a`` and one column
+#   per row of ``b``.
+# * The guessed strides are column-major, while the real kernel returns a
+#   row-major matrix; :ref:`sphx_glr_tutorials_strides_and_runtime.py`
+#   shows why a fake kernel's strides must be the real ones.
+# * Inputs of a rank, dtype or device the profile did not record find no
+#   match: the ``float64`` export raised ``MissingOpProfile``.
+# * The generated kernels outlive the block: for an operator made with
+#   ``custom_op`` that had no fake kernel, nothing is restored on exit, and
+#   the last export, after the block, still succeeded.
+#
+# ``opcheck`` sees the stride problem, on the CPU from PyTorch 2.13:
+
+if HAS_DRAFT_EXPORT:
+    faketensor_check = str(checks["test_faketensor"])
+    print(f"opcheck test_faketensor: {faketensor_check.splitlines()[0][:90]}")
+    assert ("Stride mismatch" in faketensor_check) == (RELEASE >= (2, 13))
+
+# %%
+# Writing the fake kernels
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+#
+# The report told us which operators need a fake kernel; the kernels
+# themselves are short, with the sizes and layout the generated ones could
+# not know. ``rank_rows`` returns a contiguous tensor of the input's shape,
+# and ``pairwise_l1`` one row per row of ``a`` and one column per row of
+# ``b``. They run the same argument checks, so bad input fails at export
+# time, not only when the program runs.
 
 
 @rank_rows.register_fake
@@ -288,11 +441,6 @@ for device in devices:
             if other.dtype == matrix.dtype:
                 torch.library.opcheck(pairwise_l1, (matrix, other))
 print(f"opcheck passed for both operators on {devices}")
-
-
-class PairwiseDistances(torch.nn.Module):
-    def forward(self, a, b):
-        return pairwise_l1(a, b)
 
 
 mismatched = (torch.randn(4, 6), torch.randn(3, 5))
