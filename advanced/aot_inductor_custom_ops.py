@@ -774,8 +774,8 @@ torch.testing.assert_close(fixed_run.output[8:], skipped[8:])
 # rows and never reached the rest.
 #
 # The package can check its inputs, but only when the environment variable
-# ``AOTI_RUNTIME_CHECK_INPUTS`` is set. The package's own C++ shows how it
-# reads the variable:
+# ``AOTI_RUNTIME_CHECK_INPUTS`` is set (:ref:`edge-aoti-unchecked-shapes`).
+# The package's own C++ shows how it reads the variable:
 
 reads_env = re.search(r".*env_var_value = getenv\(.*", wrapper_cpp)[0].strip()
 print(reads_env)
@@ -839,6 +839,9 @@ plt.show()
 # their end, into memory that belongs to something else. That can take the
 # process down, so we make the call in a child process: the same Python,
 # loading our library and the fixed-shape package built above, with 3 rows.
+# The child imports ``torch._inductor.codecache`` first, which the loader of
+# PyTorch 2.10 needs in a fresh process
+# (:ref:`edge-aoti-load-fresh-process`).
 
 CALL_PACKAGE = """
 import sys

@@ -808,6 +808,6 @@ assert hasattr(torch.distributed.tensor.experimental, "local_map")
 # against the operator on the whole tensor.
 #
 # Previous: :ref:`sphx_glr_tutorials_custom_op_transforms.py`, for
-# ``torch.func`` transforms and ``draft_export``. Next,
+# ``torch.func`` transforms. Next,
 # :ref:`sphx_glr_tutorials_custom_op_troubleshooting.py` collects the errors
 # you are most likely to meet with custom operators.

@@ -157,7 +157,8 @@ for backend in ("aot_eager", "inductor"):
 # at each of its two steps. ``torch.export.export`` keeps every call, and the
 # exported program, run as a module, fills ``journal``. Its
 # ``run_decompositions()``, which lowers the program to the core ATen
-# operators and which AOTInductor and other lowerings run, deletes them:
+# operators and which AOTInductor and other lowerings run, deletes them
+# (:ref:`edge-decompositions-drop-call`):
 
 
 class MonitoredModel(torch.nn.Module):
@@ -314,7 +315,8 @@ print(f"inductor after declaring: the journal received {received}")
 # graph is the same with or without the declaration. So when the AOTAutograd
 # cache is on, this compile found the program compiled earlier without the
 # declaration, and used it: ``journal`` stayed empty. That is a PyTorch
-# bug, not a rule of the cache.
+# bug, not a rule of the cache (:ref:`edge-autograd-cache-effects` tracks
+# it release by release).
 
 import torch._functorch.config as functorch_config  # private: the cache switch
 import torch._inductor.config as inductor_config

@@ -198,7 +198,8 @@ if RELEASE <= (2, 15):
 # The message speaks of an ``autograd.Function``: ``register_autograd``
 # builds one behind the scenes, and it lacks the ``setup_context`` form
 # ``torch.func`` requires. Every release this page runs on, up to 2.15,
-# fails this way (reported as issue #168393 against 2.8, and again since),
+# fails this way (reported as issue #168393 against 2.8, and again since;
+# :ref:`edge-func-grad-raises`),
 # and so do ``vjp``, ``jacrev``, ``hessian`` and ``vmap`` of ``grad``,
 # which all differentiate backwards, as the table further down shows.
 #
@@ -227,7 +228,8 @@ assert not hasattr(normalize, "register_jvp")
 # built on the same mechanism, returns a zero Jacobian.
 #
 # This is not about ``torch.func``: ordinary autograd's forward mode,
-# ``torch.autograd.forward_ad``, loses the tangent the same way. A dual
+# ``torch.autograd.forward_ad``, loses the tangent the same way
+# (:ref:`edge-forward-ad-no-tangent`). A dual
 # tensor goes in, and the output has no tangent at all. Only when the input
 # also requires grad does the call raise instead:
 

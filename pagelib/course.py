@@ -36,10 +36,10 @@ COURSE = {
         "Input strides under Inductor, the layout tags, CUDA graphs and streams."
     ),
     "custom_ops_in_export.py": (
-        "Export, save and reload a model that calls custom operators."
+        "Export, save and reload a model that calls custom operators; draft_export."
     ),
     "custom_op_transforms.py": (
-        "torch.func on a custom operator, and draft_export's generated fake kernels."
+        "torch.func and forward-mode AD on a custom operator, and the wrapper they need."
     ),
     "custom_op_dtensor.py": (
         "Run a custom operator on DTensors across processes with a sharding rule."
