@@ -113,6 +113,10 @@ def first_cell(packages):
 
 
 _TITLES = {}
+# A section label in an example script's prose, and the heading under it.
+SECTION_LABEL = re.compile(
+    r"^# \.\. _([\w-]+):\n#\n# (.+)\n# ([=\-~^])\3+[ \t]*$", re.M
+)
 
 
 def page_titles(app):
@@ -140,6 +144,15 @@ def _read_page_titles(app):
         title = contract.read_script(source)["title"]
         label = "sphx_glr_" + docname.replace("/", "_") + ".py"
         titles[label] = (docname, translated(docname, title))
+        # A labelled section of the page (``.. _edge-name:`` above a
+        # heading), linked by its anchor, which Sphinx names after the label.
+        text = source.read_text(encoding="utf-8")
+        for match in SECTION_LABEL.finditer(text):
+            section = translated(docname, match.group(2).strip()).replace("``", "")
+            titles[match.group(1).lower()] = (
+                f"{docname}.html#{match.group(1)}",
+                section,
+            )
     for rst in Path(app.srcdir).glob("*.rst"):
         lines = rst.read_text(encoding="utf-8").splitlines()
         for line, under in zip(lines, lines[1:], strict=False):
@@ -156,10 +169,11 @@ def resolver(titles, baseurl):
             raise notebook_markdown.UnsupportedMarkup(
                 f":{role}:`{target}` names no page of the site"
             )
-        docname, title = titles[key]
+        where, title = titles[key]
         shown = notebook_markdown.MarkdownWriter.inline_text(text or title)
         if baseurl:
-            return f"[{shown}]({baseurl.rstrip('/')}/{docname}.html)"
+            address = where if "#" in where else f"{where}.html"
+            return f"[{shown}]({baseurl.rstrip('/')}/{address})"
         return f"*{shown}*"
 
     return resolve

@@ -39,7 +39,7 @@ COURSE = {
         "Export, save and reload a model that calls custom operators; draft_export."
     ),
     "custom_op_transforms.py": (
-        "torch.func and forward-mode AD on a custom operator, and the wrapper they need."
+        "torch.func and forward-mode AD on a custom operator, and their wrapper."
     ),
     "custom_op_dtensor.py": (
         "Run a custom operator on DTensors across processes with a sharding rule."

@@ -42,3 +42,30 @@ def test_an_unknown_import_is_an_error():
 
     with pytest.raises(UnsupportedMarkup, match="mystery"):
         notebooks.packages_for("import mystery\n")
+
+
+def test_a_labelled_section_is_a_link_to_its_anchor():
+    script = (
+        "# %%\n# .. _edge-lost-call:\n#\n# A ``lost`` call\n# -----------------\n"
+        "#\n# Text.\n"
+    )
+    labels = notebooks.SECTION_LABEL.findall(script)
+    assert [(label, title) for label, title, _ in labels] == [
+        ("edge-lost-call", "A ``lost`` call")
+    ]
+    titles = {
+        "edge-lost-call": ("tutorials/edges.html#edge-lost-call", "A lost call"),
+        "sphx_glr_tutorials_edges.py": ("tutorials/edges", "Edges"),
+    }
+    resolve = notebooks.resolver(titles, "https://example.org/site/")
+    assert (
+        resolve("ref", "edge-lost-call", None)
+        == "[A lost call](https://example.org/site/tutorials/edges.html#edge-lost-call)"
+    )
+    assert (
+        resolve("ref", "sphx_glr_tutorials_edges.py", "the page")
+        == "[the page](https://example.org/site/tutorials/edges.html)"
+    )
+    assert notebooks.resolver(titles, "")("ref", "edge-lost-call", None) == (
+        "*A lost call*"
+    )
