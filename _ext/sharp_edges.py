@@ -4,11 +4,12 @@ A page that tracks PyTorch behaviours prints ``sharp edge <name>: <status>``
 for each (``pagelib.contract.EDGE_LINE``), and ``make matrix`` keeps those
 statuses in its version records. ``.. sharp-edges-table::`` in that page
 turns them into a table: one row per edge, linked to the page's section
-labelled ``edge-<name>``, one column per release of the matrix. A release
-that fixes an edge shows up as "gone" after ``make matrix``, with no edit to
-the page. The table is built from the records at every build, in the page's
-language; an edge whose section label is missing, or records that name no
-edge, are build warnings.
+labelled ``edge-<name>``, with the releases of the matrix where it is
+present, gone or not applicable, in runs ("present 2.7–2.12 · gone
+2.13–2.15"). A release that fixes an edge shows up as "gone" after
+``make matrix``, with no edit to the page. The table is built from the
+records at every build, in the page's language; an edge whose section label
+is missing, or records that name no edge, are build warnings.
 """
 
 from pathlib import Path
@@ -31,25 +32,40 @@ def status_text(status):
     return {
         "present": _("present"),
         "gone": _("gone"),
-        "not applicable": "–",
+        "not applicable": _("not applicable"),
         records.NOT_RUN: _("not run"),
     }[status]
 
 
+def releases_text(releases, statuses):
+    """ "present 2.7–2.12 · gone 2.13–2.15": one span per run of a status, so
+    the table keeps two columns however many releases the matrix has."""
+    spans = []
+    for first, last, status in records.edge_spans(releases, statuses):
+        where = first if first == last else f"{first}–{last}"
+        text = _("{status} {releases}").format(
+            status=status_text(status), releases=where
+        )
+        # One span stays on one line: no break at its spaces or after its
+        # dash (and none between Chinese characters: custom.css).
+        spans.append(text.replace(" ", "\u00a0").replace("–", "–\u2060"))
+    return " · ".join(spans)
+
+
 def table_rst(table):
     """The reST list-table of an ``records.EdgeTable``."""
-    header = _("Sharp edge")
+    edge_header, releases_header = _("Sharp edge"), _("PyTorch releases")
     lines = [
         ".. list-table::",
         "   :header-rows: 1",
         "   :class: sharp-edges-table",
         "",
-        f"   * - {header}",
+        f"   * - {edge_header}",
+        f"     - {releases_header}",
     ]
-    lines += [f"     - {release}" for release in table.releases]
     for edge, statuses in table.rows:
         lines.append(f"   * - :ref:`edge-{edge}`")
-        lines += [f"     - {status_text(status)}" for status in statuses]
+        lines.append(f"     - {releases_text(table.releases, statuses)}")
     return lines
 
 

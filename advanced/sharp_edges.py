@@ -684,8 +684,8 @@ if dist.is_available():
 # %%
 # .. _edge-sharding-cache-non-int:
 #
-# A sharding rule's decision is reused for other values of a non-``int``
-# ----------------------------------------------------------------------
+# A sharding rule's decision is reused across values of a non-``int`` argument
+# ------------------------------------------------------------------------------
 #
 # **What you see.** A rule registered with ``register_sharding`` that
 # depends on an argument other than an ``int`` (the repro tries ``bool`` and

@@ -207,3 +207,18 @@ def edge_table(srcdir, source):
         ]
         table.rows.append((edge, statuses))
     return table
+
+
+def edge_spans(releases, statuses):
+    """[(first release, last release, status), ...]: runs of one status.
+
+    ``(["2.7", "2.8", "2.9"], ["present", "present", "gone"])`` gives
+    ``[("2.7", "2.8", "present"), ("2.9", "2.9", "gone")]``.
+    """
+    spans = []
+    for release, status in zip(releases, statuses, strict=True):
+        if spans and spans[-1][2] == status:
+            spans[-1] = (spans[-1][0], release, status)
+        else:
+            spans.append((release, release, status))
+    return spans

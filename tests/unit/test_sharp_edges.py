@@ -121,7 +121,12 @@ def build(srcdir):
     rows = []
     for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S):
         cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
-        rows.append([re.sub(r"<[^>]+>|\s+", " ", cell).strip() for cell in cells])
+        # As a reader sees it: no tags, spaces (no-break ones too) as one
+        # space, no invisible word joiners.
+        text = [
+            re.sub(r"<[^>]+>|\s+", " ", cell).replace("\u2060", "") for cell in cells
+        ]
+        rows.append([cell.strip() for cell in text])
     links = re.findall(r'href="#(edge-[a-z-]+)"', html)
     return rows, links, "".join(warnings)
 
@@ -133,9 +138,9 @@ def test_the_table_follows_the_records(project):
     rows, links, warnings = build(srcdir)
     assert "sharp-edges" not in warnings, warnings
     assert rows == [
-        ["Sharp edge", "2.7", "2.8", "2.9"],
-        ["A slow cache", "present", "present", "present"],
-        ["A lost tangent", "present", "present", "present"],
+        ["Sharp edge", "PyTorch releases"],
+        ["A slow cache", "present 2.7–2.9"],
+        ["A lost tangent", "present 2.7–2.9"],
     ]
     assert links == ["edge-slow-cache", "edge-lost-tangent"]
 
@@ -143,8 +148,8 @@ def test_the_table_follows_the_records(project):
     gone = {"slow-cache": "gone", "lost-tangent": "present"}
     plant({"2.7.1": present, "2.8.0": present, "2.9.1": gone})
     rows, _, _ = build(srcdir)
-    assert rows[1] == ["A slow cache", "present", "present", "gone"]
-    assert rows[2] == ["A lost tangent", "present", "present", "present"]
+    assert rows[1] == ["A slow cache", "present 2.7–2.8 · gone 2.9"]
+    assert rows[2] == ["A lost tangent", "present 2.7–2.9"]
 
 
 def test_missing_feature_and_unrun_release(project):
@@ -161,7 +166,21 @@ def test_missing_feature_and_unrun_release(project):
         ("lost-tangent", ["present", records.NOT_RUN, "gone"]),
     ]
     rows, _, _ = build(srcdir)
-    assert rows[1] == ["A slow cache", "–", "not run", "present"]
+    assert rows[1] == ["A slow cache", "not applicable 2.7 · not run 2.8 · present 2.9"]
+    assert rows[2] == ["A lost tangent", "present 2.7 · not run 2.8 · gone 2.9"]
+
+
+def test_spans_of_one_status():
+    releases = ["2.7", "2.8", "2.9", "2.10"]
+    assert records.edge_spans(releases, ["present"] * 2 + ["gone"] * 2) == [
+        ("2.7", "2.8", "present"),
+        ("2.9", "2.10", "gone"),
+    ]
+    assert records.edge_spans(releases, ["gone", "present", "gone", "gone"]) == [
+        ("2.7", "2.7", "gone"),
+        ("2.8", "2.8", "present"),
+        ("2.9", "2.10", "gone"),
+    ]
 
 
 def test_stale_records_and_missing_labels_are_warnings(project):
