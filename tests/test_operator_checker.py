@@ -121,7 +121,9 @@ def test_nms_fails_compiled_and_exported_below_two_kept_boxes_and_nothing_else(
         assert re.search(r"u\d+ >= 2", row["detail"]), row
         # The variants that keep fewer than two boxes: none, or one box repeated.
         assert row["variant"].split()[1] in {"empty(dets,scores)", "expanded"}, row
-        assert row["see"].startswith("Fake Kernels and Dynamic Shapes >"), row
+        # The fix: the sharp-edges entry on create_unbacked_symint's minimum.
+        assert row["see"].startswith("Sharp Edges:"), row
+        assert row["see"].endswith("> create_unbacked_symint assumes at least two"), row
 
 
 @pytest.mark.parametrize("name", ROI_OPERATORS)
