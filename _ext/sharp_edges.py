@@ -5,8 +5,8 @@ for each (``pagelib.contract.EDGE_LINE``), and ``make matrix`` keeps those
 statuses in its version records. ``.. sharp-edges-table::`` in that page
 turns them into a table: one row per edge, linked to the page's section
 labelled ``edge-<name>``, with the releases of the matrix where it is
-present, gone or not applicable, in runs ("present 2.7–2.12 · gone
-2.13–2.15"). A release that fixes an edge shows up as "gone" after
+present, gone or not applicable, one line per run ("present 2.7–2.12",
+"gone 2.13–2.15"). A release that fixes an edge shows up as "gone" after
 ``make matrix``, with no edit to the page. The table is built from the
 records at every build, in the page's language; an edge whose section label
 is missing, or records that name no edge, are build warnings.
@@ -37,19 +37,18 @@ def status_text(status):
     }[status]
 
 
-def releases_text(releases, statuses):
-    """ "present 2.7–2.12 · gone 2.13–2.15": one span per run of a status, so
-    the table keeps two columns however many releases the matrix has."""
-    spans = []
+def releases_lines(releases, statuses):
+    """["present 2.7–2.12", "gone 2.13–2.15"]: one line per run of a status,
+    so the table keeps two narrow columns however many releases the matrix
+    has."""
+    lines = []
     for first, last, status in records.edge_spans(releases, statuses):
-        where = first if first == last else f"{first}–{last}"
-        text = _("{status} {releases}").format(
-            status=status_text(status), releases=where
+        # No line break after the dash of a range.
+        where = first if first == last else f"{first}–\u2060{last}"
+        lines.append(
+            _("{status} {releases}").format(status=status_text(status), releases=where)
         )
-        # One span stays on one line: no break at its spaces or after its
-        # dash (and none between Chinese characters: custom.css).
-        spans.append(text.replace(" ", "\u00a0").replace("–", "–\u2060"))
-    return " · ".join(spans)
+    return lines
 
 
 def table_rst(table):
@@ -65,7 +64,9 @@ def table_rst(table):
     ]
     for edge, statuses in table.rows:
         lines.append(f"   * - :ref:`edge-{edge}`")
-        lines.append(f"     - {releases_text(table.releases, statuses)}")
+        spans = releases_lines(table.releases, statuses)
+        lines.append(f"     - | {spans[0]}")
+        lines += [f"       | {span}" for span in spans[1:]]
     return lines
 
 
@@ -103,8 +104,8 @@ class SharpEdgesTable(SphinxDirective):
             container,
         )
         # Translated from our catalog; the page's catalog must not get them.
-        for paragraph in container.findall(nodes.paragraph):
-            paragraph["translatable"] = False
+        for text in container.findall(nodes.TextElement):
+            text["translatable"] = False
         return container.children
 
     def _source(self):

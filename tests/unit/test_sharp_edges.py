@@ -126,7 +126,7 @@ def build(srcdir):
         text = [
             re.sub(r"<[^>]+>|\s+", " ", cell).replace("\u2060", "") for cell in cells
         ]
-        rows.append([cell.strip() for cell in text])
+        rows.append([" ".join(cell.split()) for cell in text])
     links = re.findall(r'href="#(edge-[a-z-]+)"', html)
     return rows, links, "".join(warnings)
 
@@ -148,7 +148,7 @@ def test_the_table_follows_the_records(project):
     gone = {"slow-cache": "gone", "lost-tangent": "present"}
     plant({"2.7.1": present, "2.8.0": present, "2.9.1": gone})
     rows, _, _ = build(srcdir)
-    assert rows[1] == ["A slow cache", "present 2.7–2.8 · gone 2.9"]
+    assert rows[1] == ["A slow cache", "present 2.7–2.8 gone 2.9"]
     assert rows[2] == ["A lost tangent", "present 2.7–2.9"]
 
 
@@ -166,8 +166,8 @@ def test_missing_feature_and_unrun_release(project):
         ("lost-tangent", ["present", records.NOT_RUN, "gone"]),
     ]
     rows, _, _ = build(srcdir)
-    assert rows[1] == ["A slow cache", "not applicable 2.7 · not run 2.8 · present 2.9"]
-    assert rows[2] == ["A lost tangent", "present 2.7 · not run 2.8 · gone 2.9"]
+    assert rows[1] == ["A slow cache", "not applicable 2.7 not run 2.8 present 2.9"]
+    assert rows[2] == ["A lost tangent", "present 2.7 not run 2.8 gone 2.9"]
 
 
 def test_spans_of_one_status():
