@@ -46,6 +46,15 @@ def releases_below(srcdir):
     return [release["torch"] for release in data.get("below", [])]
 
 
+def _page_records(srcdir, source):
+    """({release: record} of the page ``source``, None), or ({}, why not)."""
+    path = Path(srcdir) / RECORDS / f"{Path(source).stem}.json"
+    try:
+        return (json.loads(path.read_text()) if path.is_file() else {}), None
+    except ValueError as error:
+        return {}, f"{path.name} is not valid JSON ({error})"
+
+
 @dataclass
 class PageVersions:
     """The matrix's verdict on one page."""
@@ -66,11 +75,9 @@ def read(srcdir, source):
     result = PageVersions()
     releases = matrix_releases(srcdir)
     below = releases_below(srcdir)
-    path = srcdir / RECORDS / f"{source.stem}.json"
-    try:
-        records = json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError as error:
-        result.problems.append(f"{path.name} is not valid JSON ({error})")
+    records, problem = _page_records(srcdir, source)
+    if problem:
+        result.problems.append(problem)
         return result
     digest = contract.code_digest(source)
     outcomes, missing, stale = [], [], []
@@ -178,11 +185,9 @@ def edge_table(srcdir, source):
     srcdir, source = Path(srcdir), Path(source)
     releases = matrix_releases(srcdir)
     table = EdgeTable(releases=[minor(release) for release in releases])
-    path = srcdir / RECORDS / f"{source.stem}.json"
-    try:
-        data = json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError as error:
-        table.problems.append(f"{path.name} is not valid JSON ({error})")
+    data, problem = _page_records(srcdir, source)
+    if problem:
+        table.problems.append(problem)
         return table
     digest = contract.code_digest(source)
     current = {
