@@ -70,7 +70,7 @@ class TutorialCards(SphinxDirective):
                 else:
                     card["problems"].append(
                         "it has no one-line summary in the course outline "
-                        "(pagelib/course.py)"
+                        "(pagelib/course.toml)"
                     )
                 for problem in card["problems"]:
                     logger.warning(
