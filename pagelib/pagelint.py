@@ -107,22 +107,28 @@ def in_matrix_environments(root):
         wanted += release.get("with", [])
     found = set()
     todo = [canonicalize_name(Requirement(w).name) for w in wanted]
-    environment = {**default_environment(), "extra": ""}
     while todo:
         name = todo.pop()
         if name in found:
             continue
         found.add(name)
-        try:
-            requires = importlib.metadata.requires(name) or []
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        for spec in requires:
-            requirement = Requirement(spec)
-            marker = requirement.marker
-            if marker is None or marker.evaluate(environment):
-                todo.append(canonicalize_name(requirement.name))
+        todo += _dependencies(name)
     return found
+
+
+@functools.cache
+def _dependencies(package):
+    """The packages ``package``, as installed here, needs (no extras)."""
+    try:
+        requires = importlib.metadata.requires(package) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    environment = {**default_environment(), "extra": ""}
+    return [
+        canonicalize_name(requirement.name)
+        for requirement in map(Requirement, requires)
+        if requirement.marker is None or requirement.marker.evaluate(environment)
+    ]
 
 
 def missing(root):
