@@ -5,7 +5,8 @@ A tutorial is ``advanced/<name>.py`` plus pieces kept elsewhere (README.md,
 or out of date, one line each, as ``<page>: <what> — <the file to edit or the
 command to run>``:
 
-* its place and one-line summary in the course (``pagelib/course.toml``);
+* its place and one-line summary in the course (``pagelib/course.toml``),
+  where no entry may name a page that does not exist;
 * its docstring's card fields: title, introductory paragraph, Prerequisites
   card with its floor, Checklist (``contract.read_script``);
 * its row in the "Which page do I need?" table (``start_here.rst``);
@@ -153,6 +154,8 @@ def missing(root):
 
         if source.name not in summaries:
             needs("no place or summary in the course", f"edit {course.COURSE_FILE}")
+        elif "\n" in summaries[source.name]:
+            needs("its course summary is not one line", f"edit {course.COURSE_FILE}")
         elif len(summaries[source.name]) >= SUMMARY_LIMIT:
             needs(
                 f"its course summary has {len(summaries[source.name])} characters, "
@@ -197,6 +200,12 @@ def missing(root):
                     "matrix's environments lack",
                     f"edit {records.MATRIX} ([pages] packages)",
                 )
+    for filename in summaries:
+        if not (root / PAGES / filename).is_file():
+            lines.append(
+                f"{Path(filename).stem}: in the course, but {PAGES / filename} does "
+                f"not exist — edit {course.COURSE_FILE}"
+            )
     return lines
 
 

@@ -81,6 +81,8 @@ def project_with_scratch_page(tmp_path):
     for name in real:
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, project / name)
+    (project / course.COURSE_FILE).write_text("")
+    course.add_page(project, f"{REAL_PAGE}.py", course.COURSE[f"{REAL_PAGE}.py"])
     (project / "advanced" / f"{SCRATCH}.py").write_text(SCRATCH_SOURCE)
     return project
 
@@ -192,3 +194,13 @@ def test_lint_names_exactly_what_a_new_page_lacks_and_each_piece_it_gets(tmp_pat
     lacks_only(
         f"its docstring has no Checklist admonition — edit advanced/{SCRATCH}.py"
     )
+    edit(page, ".. admonition:: Steps", ".. admonition:: Checklist")
+
+    # A course entry whose page is gone, and a summary on two lines.
+    course.add_page(project, "gone.py", "A page that was renamed.")
+    edit(project / course.COURSE_FILE, '"A page."', '"A page.\\nOn two lines."')
+    assert lacks() == [
+        f"{SCRATCH}: its course summary is not one line — edit pagelib/course.toml",
+        "gone: in the course, but advanced/gone.py does not exist "
+        "— edit pagelib/course.toml",
+    ]
