@@ -70,6 +70,7 @@ html-noplot: venv
 # The fast lane: what to run after every edit. Nothing here runs a page; a
 # stale version record, a broken reference or an untranslated message fails it.
 check: lint workflows-lint unit
+	$(BIN)/python -m pagelib.pagelint
 	$(BIN)/python tools/catalogs.py check
 	$(MAKE) --no-print-directory html-noplot
 

@@ -27,7 +27,6 @@ import ast
 import hashlib
 import json
 import re
-import sys
 from pathlib import Path
 
 import verified_stamp
@@ -36,26 +35,12 @@ from sphinx.util import logging
 from sphinx_gallery import py_source_parser
 from sphinx_gallery.downloads import generate_zipfiles
 
-from pagelib import contract, gallery, records, run_record, translation
+from pagelib import contract, gallery, pagelint, records, run_record, translation
 from pagelib import markdown as notebook_markdown
 
 logger = logging.getLogger(__name__)
 _ = get_translation("site")
 
-# Python modules the pages import, and the package that provides each.
-PACKAGES = {
-    "torch": "torch",
-    "torchvision": "torchvision",
-    "PIL": "pillow",
-    "numpy": "numpy",
-    "matplotlib": "matplotlib",
-    "triton": "triton",
-    "expecttest": "expecttest",
-    "setuptools": "setuptools",
-    "packaging": "packaging",
-    "installer": "installer",
-    "pytest": "pytest",
-}
 # Packages a page needs without importing them: compiling C++ extensions needs
 # ninja (load_inline) and setuptools (cpp_extension).
 NEEDED_BY = {
@@ -67,22 +52,13 @@ NEEDED_BY = {
 def packages_for(source_text):
     """The pip packages a script needs, in a stable order."""
     needed = {"torch"}
-    for node in ast.walk(ast.parse(source_text)):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules = [node.module]
-        else:
-            continue
-        for module in modules:
-            top = module.split(".")[0]
-            if top in sys.stdlib_module_names:
-                continue
-            if top not in PACKAGES:
-                raise notebook_markdown.UnsupportedMarkup(
-                    f"it imports {top}, which notebooks.PACKAGES does not name"
-                )
-            needed.add(PACKAGES[top])
+    # The package of each import is the installed packages' own metadata
+    # (pagelint.package_of); a module no package provides stops the build.
+    for module in pagelint.imported_modules(source_text):
+        try:
+            needed.add(pagelint.package_of(module))
+        except LookupError as error:
+            raise notebook_markdown.UnsupportedMarkup(str(error)) from None
     for package, pattern in NEEDED_BY.items():
         if pattern.search(source_text):
             needed.add(package)
@@ -320,6 +296,7 @@ def inputs_digest(app, source, folder, text_source=None):
     files = [
         Path(__file__),
         Path(notebook_markdown.__file__),
+        Path(pagelint.__file__),  # the install line's packages
         Path(verified_stamp.__file__),
         source,
         srcdir / records.RECORDS / f"{source.stem}.json",

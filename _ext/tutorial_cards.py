@@ -23,7 +23,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from pagelib import gallery, records
 from pagelib.contract import read_script
-from pagelib.course import COURSE, CourseOrder
+from pagelib.course import COURSE, COURSE_FILE, CourseOrder
 
 logger = logging.getLogger(__name__)
 # The card footers are our strings, translated from the "site" catalog (see
@@ -53,6 +53,7 @@ class TutorialCards(SphinxDirective):
             "",
         ]
         count = 0
+        env.note_dependency(str(Path(env.srcdir) / COURSE_FILE))
         for examples_dir, gallery_dir in zip(examples_dirs, gallery_dirs, strict=False):
             folder = Path(env.srcdir) / examples_dir
             order = CourseOrder(str(folder))
@@ -70,7 +71,7 @@ class TutorialCards(SphinxDirective):
                 else:
                     card["problems"].append(
                         "it has no one-line summary in the course outline "
-                        "(pagelib/course.py)"
+                        "(pagelib/course.toml)"
                     )
                 for problem in card["problems"]:
                     logger.warning(
