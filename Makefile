@@ -74,7 +74,7 @@ check: lint workflows-lint unit
 	$(MAKE) --no-print-directory html-noplot
 
 unit: venv
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
+	$(BIN)/python -m pytest -q -p no:cacheprovider --confcutdir=tests/unit tests/unit
 
 # After editing English prose: bring the catalogs in locale/ up to date, then
 # translate what is new or fuzzy.

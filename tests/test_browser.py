@@ -32,11 +32,10 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
-from conftest import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
-sys.path.insert(0, str(REPO / "_ext"))
-from pagelib import records as version_records  # noqa: E402
-from pagelib import translation  # noqa: E402
+from pagelib import records as version_records
+from pagelib import translation
+from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -13,10 +13,9 @@ import sys
 
 import nbformat
 import pytest
-from conftest import EXAMPLES, GALLERY_DIR, REPO, downloads
 
-sys.path.insert(0, str(REPO / "_ext"))
-from pagelib import translation  # noqa: E402
+from pagelib import translation
+from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, downloads
 
 LANGUAGE = "zh_CN"
 

@@ -31,13 +31,11 @@ import re
 import sys
 from pathlib import Path
 
+import envs
+import notebooks
 import pytest
-from conftest import REPO, WHEEL_PAGES, floor_release, run
 
-sys.path.insert(0, str(REPO / "_ext"))
-sys.path.insert(0, str(REPO / "tools"))
-import envs  # noqa: E402
-import notebooks  # noqa: E402
+from tests.helpers import REPO, WHEEL_PAGES, floor_release, run
 
 PAGES = WHEEL_PAGES
 # Left out of the constraints: a plain venv keeps the setuptools and pip it

@@ -16,13 +16,11 @@ import re
 import sys
 from pathlib import Path
 
+import envs
 import pytest
-from conftest import GALLERY_DIR, REPO, WHEEL_PAGES, printed, release_python, run
 
-sys.path.insert(0, str(REPO / "tools"))
-import envs  # noqa: E402
-
-from pagelib import contract  # noqa: E402
+from pagelib import contract
+from tests.helpers import GALLERY_DIR, REPO, WHEEL_PAGES, printed, release_python, run
 
 PAGES = WHEEL_PAGES  # their notebooks run on the pinned release, after the build
 PINNED = envs.releases()[-1]["torch"]

@@ -12,7 +12,11 @@ import sys
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from conftest import (
+from nbconvert import HTMLExporter
+
+from pagelib import contract
+from pagelib import records as version_records
+from tests.helpers import (
     EXAMPLES,
     REPO,
     downloads,
@@ -22,12 +26,6 @@ from conftest import (
     notebook_release,
     project_with_example,
 )
-from nbconvert import HTMLExporter
-
-sys.path.insert(0, str(REPO / "_ext"))
-
-from pagelib import contract  # noqa: E402
-from pagelib import records as version_records  # noqa: E402
 
 # reST that must never reach a Jupyter reader, as it would read it. The last
 # two may occur in code (C++'s ``::``), so they are looked for in prose only.

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import (
+from PIL import Image
+
+from tests.helpers import (
     EXAMPLES,
     GALLERY_DIR,
     REPO,
@@ -15,7 +17,6 @@ from conftest import (
     make,
     project_with_example,
 )
-from PIL import Image
 
 # Every page draws at least one figure (its landing card shows it); these draw
 # more, and a page that silently stops drawing one of them fails.

@@ -14,33 +14,16 @@ import json
 import sys
 
 import pytest
-from conftest import (
+
+from tests.helpers import (
     EXAMPLES,
     MATRIX,
-    RELEASES,
-    REPO,
     WHEEL_PAGES,
     floor_release,
     pinned_torch,
     project_with_example,
     run,
 )
-
-sys.path.insert(0, str(REPO / "_ext"))
-from pagelib import records as version_records  # noqa: E402
-
-
-def test_matrix_ends_with_the_pinned_release():
-    assert RELEASES[-1] == pinned_torch()
-    keys = [version_records.minor(r) for r in RELEASES]
-    assert keys == sorted(set(keys), key=lambda v: tuple(map(int, v.split("."))))
-
-
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_records_are_current_and_consistent(name):
-    versions = version_records.read(REPO, REPO / "advanced" / f"{name}.py")
-    assert versions.problems == [], versions.problems
-
 
 # The shipping pages run on their floor in test_download_environments.
 NOTEBOOK_FLOORS = [name for name in EXAMPLES if name not in WHEEL_PAGES]

@@ -6,26 +6,19 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import envs
 import matrix
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests import pages
+
+REPO = pages.REPO
 
 
-def record(result="pass", digest="aaaa", ran_at="2026-01-01T00:00:00+00:00", **more):
-    return {
-        "code_digest": digest,
-        "result": result,
-        "error": None if result == "pass" else "RuntimeError: boom",
-        "seconds": 1.0,
-        "torch": "2.15.0",
-        "devices": ["cpu"],
-        "ran_at": ran_at,
-        **more,
-    }
+def record(result="pass", digest="aaaa", **more):
+    error = None if result == "pass" else "RuntimeError: boom"
+    return pages.record("2.15.0", result, code_digest=digest, error=error, **more)
 
 
 def write_shard(folder, records):
