@@ -2,9 +2,9 @@
 
 The version matrix (``make matrix``) ran every page under every release of
 ``versions/matrix.toml`` and committed the records; the build shows each
-page's floor and releases from them. Here CI checks that those records are
-current and consistent, and runs each page again on its floor release, on
-its own: as its downloaded notebook, in a kernel of that release (the
+page's floor and releases from them, and tests/unit/test_pages.py checks
+that those records are current and consistent. Here CI runs each page again
+on its floor release, on its own: as its downloaded notebook, in a kernel of that release (the
 shipping pages, whose notebooks run on the pinned release, run on their floor
 in a reader's plain venv: test_download_environments). The build ran every
 page on the pinned release.
@@ -24,6 +24,7 @@ from tests.helpers import (
     project_with_example,
     run,
 )
+from tests.pages import page_source
 
 # The shipping pages run on their floor in test_download_environments.
 NOTEBOOK_FLOORS = [name for name in EXAMPLES if name not in WHEEL_PAGES]
@@ -40,19 +41,7 @@ def test_page_runs_standalone_on_its_floor_release(executed_notebooks, name):
     assert version.split("+")[0] == release, version
 
 
-BELOW_FLOOR = """\"\"\"
-Too new
-=======
-\"\"\"
-
-import sys
-
-import torch
-
-if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (99, 0):
-    sys.exit(f"This page needs PyTorch 99.0 or later; this is {torch.__version__}.")
-print("unreachable")
-"""
+BELOW_FLOOR = page_source("Too new", 'print("unreachable")\n', floor="99.0")
 
 
 def test_matrix_records_a_clean_stop_and_reports_a_release_it_cannot_install(

@@ -6,11 +6,39 @@ the repository's matrix, imports nbformat or builds the site, so the lane
 takes seconds.
 """
 
+import gettext
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
+import sphinx.locale
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
 from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
 from tests.pages import SMALL_BELOW, SMALL_RELEASES, matrix_toml
+
+
+@pytest.fixture
+def chinese(monkeypatch):
+    """A Chinese build's app, with site.po as our extensions' catalog: every
+    ``_()`` of the extensions answers in Chinese while the test runs."""
+    import editions
+
+    site_po = Path(editions.__file__).parent / "locale/zh_CN/LC_MESSAGES/site.po"
+    with site_po.open("rb") as handle:
+        catalog = read_po(handle)
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog)
+    compiled.seek(0)
+    monkeypatch.setitem(
+        sphinx.locale.translators,
+        ("general", editions.CATALOG),
+        gettext.GNUTranslations(compiled),
+    )
+    return SimpleNamespace(config=SimpleNamespace(language="zh_CN"))
 
 
 @pytest.fixture
