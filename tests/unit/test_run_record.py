@@ -4,11 +4,33 @@ whose output the page shows."""
 
 import json
 import os
+import sys
 import time
+from types import SimpleNamespace
 
+import pytest
 from sphinx_gallery.utils import get_md5sum
 
 from pagelib import hooks, run_record
+
+
+class FakeTorch:
+    """What run_record reads of torch, without importing it (a second)."""
+
+    __version__ = "2.9.1+planted"
+
+    def __init__(self, cuda):
+        self.version = SimpleNamespace(cuda="12.8")
+        self.cuda = SimpleNamespace(
+            is_available=lambda: cuda, get_device_name=lambda index: "Planted GPU"
+        )
+
+
+@pytest.fixture(autouse=True)
+def torch(monkeypatch):
+    fake = FakeTorch(cuda=False)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    return fake
 
 
 def _gallery(tmp_path):
@@ -28,10 +50,7 @@ def test_record_of_a_finished_run_is_trusted(tmp_path):
     conf, source, gallery = _gallery(tmp_path)
     hooks.record_execution(conf, "page.py")
     record = json.loads((gallery / "page.verified.json").read_text())
-    import torch
-
-    assert record["torch"] == torch.__version__
-    assert record["devices"][0] == "CPU"
+    assert (record["torch"], record["devices"]) == ("2.9.1+planted", ["CPU"])
     # Sphinx-Gallery writes the .md5 once the run has finished.
     (gallery / "page.py.md5").write_text(record["source_md5"])
     assert run_record.check(source, gallery) == (record, None)
@@ -64,3 +83,11 @@ def test_page_without_record_is_reported(tmp_path):
     _, source, gallery = _gallery(tmp_path)
     record, problem = run_record.check(source, gallery)
     assert record is None and "no record" in problem
+
+
+def test_a_cuda_device_is_named_with_its_cuda_version(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", FakeTorch(cuda=True))
+    assert run_record.devices() == (
+        "2.9.1+planted",
+        ["CPU", "Planted GPU (CUDA 12.8)"],
+    )
