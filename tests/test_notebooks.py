@@ -9,7 +9,6 @@ import ast
 import re
 import sys
 
-import nbformat
 import pytest
 from bs4 import BeautifulSoup
 from nbconvert import HTMLExporter
@@ -19,12 +18,8 @@ from pagelib import records as version_records
 from tests.helpers import (
     EXAMPLES,
     REPO,
-    downloads,
-    example_source,
-    make,
     notebook_of,
     notebook_release,
-    project_with_example,
 )
 
 # reST that must never reach a Jupyter reader, as it would read it. The last
@@ -171,28 +166,3 @@ def test_downloaded_notebook_executes_in_a_fresh_kernel(executed_notebooks, name
     assert any(o.output_type == "stream" for o in outputs), (
         "the notebook printed nothing"
     )
-
-
-LINKED = example_source(
-    "A Linked Page",
-    "print(1)\n\n# %%\n# This page links to :ref:`sphx_glr_tutorials_linked.py`.\n\n"
-    "print(2)",
-)
-
-
-def test_cross_references_become_links_when_the_site_address_is_known(tmp_path):
-    project = project_with_example(tmp_path, "linked.py", LINKED)
-    address = "https://tutorials.example.org/custom-ops/"
-    process = make(
-        "html",
-        cwd=project,
-        variables=["SPHINXOPTS=-W -D plot_gallery=0"],
-        env={"SITE_URL": address},
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    # The notebook readers download: the one the English page links to.
-    page = project / "_build" / "html" / "tutorials" / "linked.html"
-    notebook = nbformat.read(downloads(page)["ipynb"], as_version=4)
-    prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
-    link = f"[A Linked Page]({address}tutorials/linked.html)"
-    assert link in prose, prose

@@ -4,10 +4,10 @@ The version matrix (``make matrix``) ran every page under every release of
 ``versions/matrix.toml`` and committed the records; the build shows each
 page's floor and releases from them, and tests/unit/test_pages.py checks
 that those records are current and consistent. Here CI runs each page again
-on its floor release, on its own: as its downloaded notebook, in a kernel of that release (the
-shipping pages, whose notebooks run on the pinned release, run on their floor
-in a reader's plain venv: test_download_environments). The build ran every
-page on the pinned release.
+on its floor release, on its own: as its downloaded notebook, in a kernel of
+that release (the shipping pages, whose notebooks run on the pinned release,
+run on their floor in a reader's plain venv: test_download_environments).
+The build ran every page on the pinned release.
 """
 
 import json
