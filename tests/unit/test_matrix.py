@@ -418,9 +418,9 @@ def test_without_an_exception_the_last_line_or_no_output():
         # The floor message with anything else on stderr is a failure.
         (
             1,
-            "a warning\nThis page needs PyTorch 2.8 or later; this is 2.7.1.\n",
+            "This page needs PyTorch 2.8 or later; this is 2.7.1.\nValueError: x\n",
             False,
-            ("fail", "This page needs PyTorch 2.8 or later; this is 2.7.1."),
+            ("fail", "ValueError: x"),
         ),
         (
             1,
