@@ -73,6 +73,8 @@ check: lint workflows-lint unit
 	$(BIN)/python tools/catalogs.py check
 	$(MAKE) --no-print-directory html-noplot
 
+# --confcutdir: the fast lane loads its own conftest only (tests/unit/conftest.py),
+# not the slow lane's (its site fixtures, and its CI guard against narrowed runs).
 unit: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider --confcutdir=tests/unit tests/unit
 
