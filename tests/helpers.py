@@ -18,10 +18,9 @@ import envs
 import pytest
 
 from pagelib import records as version_records
-from tests.pages import (  # noqa: F401 - the slow tests import them from here
+from tests.pages import (  # noqa: F401 - example_source: the slow tests take it here
     REPO,
     example_source,
-    floor_check,
     matrix_toml,
     pinned_torch,
     write_page_records,
