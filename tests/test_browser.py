@@ -32,11 +32,10 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
-from conftest import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
-sys.path.insert(0, str(REPO / "_ext"))
-from pagelib import records as version_records  # noqa: E402
-from pagelib import translation  # noqa: E402
+from pagelib import records as version_records
+from pagelib import translation
+from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -129,184 +128,30 @@ def browser():
 
 # -- What a visit collects --------------------------------------------------------
 
+# The scripts a visit runs in the page, one function each, in tests/browser/.
+SCRIPTS = Path(__file__).parent / "browser"
+
+
+def browser_script(name):
+    return (SCRIPTS / f"{name}.js").read_text().rstrip("\n")
+
+
+# Runs in the page: whether the verified stamp comes before the first code.
+STAMP_BEFORE_CODE_JS = browser_script("stamp_before_code")
+
 # Runs in the page: every image, waited for until it has decoded (or failed).
-IMAGES_JS = """async () => Promise.all([...document.images].map(async (img) => {
-    img.loading = "eager";
-    try { await img.decode(); } catch (e) {}
-    return {src: img.currentSrc || img.src, width: img.naturalWidth};
-}))"""
+IMAGES_JS = browser_script("images")
 
 # Runs in the page: links, code blocks and copy buttons.
-LINKS_JS = """() => ({
-    links: [...document.querySelectorAll("a[href]")].map((a) => a.href),
-    editions: [...document.querySelectorAll(".edition-switcher a.edition-link")]
-        .map((a) => ({href: a.href, lang: a.getAttribute("hreflang")})),
-    alternates: [...document.querySelectorAll("link[rel=alternate][hreflang]")]
-        .map((link) => ({href: link.href, lang: link.getAttribute("hreflang")})),
-    codeBlocks: document.querySelectorAll("div.highlight pre").length,
-    copyButtons: document.querySelectorAll("div.highlight button.copybtn").length,
-    theme: document.documentElement.dataset.theme,
-})"""
+LINKS_JS = browser_script("links")
 
 # Runs in the page: what sticks out to the right of the viewport. Code blocks
 # may scroll inside themselves; nothing else may scroll or be cut off.
-OVERFLOW_JS = """() => {
-    const width = document.documentElement.clientWidth;
-    window.scrollTo(10000, window.scrollY);
-    const scrolledBy = window.scrollX;
-    window.scrollTo(0, window.scrollY);
-    const inCode = (el) => el.closest("pre, div.highlight, .highlight") !== null;
-    const describe = (el) => el.tagName.toLowerCase()
-        + (el.id ? "#" + el.id : "")
-        + (el.className && typeof el.className === "string"
-            ? "." + el.className.trim().split(/\\s+/).join(".") : "");
-    const visible = (el, rect) => rect.width > 1 && rect.height > 1
-        && getComputedStyle(el).visibility !== "hidden";
-    const scrollers = [];
-    const sticking = [];
-    for (const el of document.body.querySelectorAll("*")) {
-        const style = getComputedStyle(el);
-        const rect = el.getBoundingClientRect();
-        if (!visible(el, rect)) continue;
-        if (el.tagName === "PRE" && el.scrollWidth > el.clientWidth + 1
-                && !["auto", "scroll"].includes(style.overflowX)) {
-            // A wide code block must scroll inside itself, not be cut off.
-            sticking.push(describe(el) + " (wide code block that cannot scroll)");
-        }
-        if (inCode(el)) continue;
-        if (["auto", "scroll"].includes(style.overflowX)
-                && el.scrollWidth > el.clientWidth + 1) {
-            scrollers.push(describe(el) + ` (${el.scrollWidth} > ${el.clientWidth})`);
-        }
-        if (rect.right > width + 1 && !el.closest("dialog:not([open])")) {
-            sticking.push(describe(el) + ` (right edge ${Math.round(rect.right)})`);
-        } else if (style.overflowX === "visible" && el.scrollWidth > el.clientWidth + 1
-                   && el.clientWidth > 0
-                   && ["block", "list-item", "table-cell", "flex", "grid"]
-                       .includes(style.display)) {
-            // Text or a child that runs past the element's own right edge.
-            sticking.push(describe(el) + ` (content ${el.scrollWidth}px`
-                          + ` in ${el.clientWidth}px)`);
-        }
-    }
-    return {
-        width,
-        scrollWidth: document.documentElement.scrollWidth,
-        scrolledBy,
-        scrollers: scrollers.slice(0, 15),
-        sticking: sticking.slice(0, 15),
-    };
-}"""
+OVERFLOW_JS = browser_script("overflow")
 
 # Runs in the page: the contrast of every visible piece of text against what
 # lies behind it, and the backdrop of every gallery figure.
-CONTRAST_JS = """() => {
-    const canvas = document.createElement("canvas");
-    canvas.width = canvas.height = 1;
-    const ctx = canvas.getContext("2d", {willReadFrequently: true});
-    const rgba = (color) => {
-        ctx.clearRect(0, 0, 1, 1);
-        ctx.fillStyle = "rgba(0, 0, 0, 0)";
-        ctx.fillStyle = color;
-        ctx.fillRect(0, 0, 1, 1);
-        const [r, g, b, a] = ctx.getImageData(0, 0, 1, 1).data;
-        return [r, g, b, a / 255];
-    };
-    const over = (top, bottom) => [0, 1, 2].map(
-        (i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
-    // The colour behind an element: its own background over its parent's,
-    // down to an opaque one (white if none is), worked out once per element.
-    const backdrops = new Map();
-    const backdrop = (el) => {
-        if (!el) return [255, 255, 255, 1];
-        if (!backdrops.has(el)) {
-            const own = rgba(getComputedStyle(el).backgroundColor);
-            backdrops.set(el, own[3] >= 1 ? own
-                : own[3] > 0 ? over(own, backdrop(el.parentElement))
-                : backdrop(el.parentElement));
-        }
-        return backdrops.get(el);
-    };
-    const luminance = ([r, g, b]) => {
-        const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92
-            : Math.pow((c + 0.055) / 1.055, 2.4); };
-        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-    };
-    const ratio = (a, b) => {
-        const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
-        return (hi + 0.05) / (lo + 0.05);
-    };
-    const opacities = new Map();
-    const opacity = (el) => {
-        if (!el) return 1;
-        if (!opacities.has(el)) {
-            opacities.set(el, parseFloat(getComputedStyle(el).opacity)
-                          * opacity(el.parentElement));
-        }
-        return opacities.get(el);
-    };
-    const kind = (el) => el.closest(".verified-stamp") ? "stamp"
-        : el.closest(".sd-card, .sphx-glr-thumbcontainer") ? "card"
-        : el.closest("pre, code") ? "code"
-        : el.closest("article") ? "body text"
-        : "page chrome";
-    // Text is measured once per distinct look: the same colour, opacity,
-    // size and weight over the same backdrop give the same contrast, so the
-    // thousands of alike syntax-highlighting spans of a page cost one
-    // measurement, while any instance that looks different is measured.
-    const seen = new Set();
-    const texts = [];
-    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    while (walker.nextNode()) {
-        const el = walker.currentNode.parentElement;
-        if (!el || !walker.currentNode.textContent.trim()) continue;
-        if (el.closest("script, style, noscript, dialog:not([open]), .visually-hidden,"
-                       + " .sr-only, [aria-hidden=true]")) continue;
-        const rect = el.getBoundingClientRect();
-        const style = getComputedStyle(el);
-        if (rect.width < 2 || rect.height < 2 || style.visibility === "hidden"
-            || style.display === "none") continue;
-        const back = backdrop(el);
-        const fore = rgba(style.color);
-        const alpha = fore[3] * opacity(el);
-        const key = [fore.join(), alpha, back.join(), style.fontSize,
-                     style.fontWeight, kind(el)].join("|");
-        if (seen.has(key)) continue;
-        seen.add(key);
-        const text = over([fore[0], fore[1], fore[2], alpha], back);
-        const size = parseFloat(style.fontSize);
-        const bold = parseInt(style.fontWeight) >= 700;
-        const large = size >= 24 || (size >= 18.66 && bold);
-        texts.push({
-            kind: kind(el), large, contrast: ratio(text, back),
-            text: walker.currentNode.textContent.trim().slice(0, 40),
-            color: style.color, background: `rgb(${back.slice(0, 3).join(",")})`,
-        });
-    }
-    // A figure's panel: the nearest box, itself included, with a background
-    // colour, and how far that colour reaches beyond the picture.
-    const figures = [...document.querySelectorAll(
-        "img.sphx-glr-single-img, img.sphx-glr-multi-img")].map((img) => {
-        const style = getComputedStyle(img);
-        let panel = img;
-        while (panel && rgba(getComputedStyle(panel).backgroundColor)[3] === 0) {
-            panel = panel.parentElement;
-        }
-        let margin = 0;
-        if (panel === img) {
-            margin = Math.min(...["Top", "Right", "Bottom", "Left"].map(
-                (side) => parseFloat(style["padding" + side])));
-        } else if (panel) {
-            const [outer, inner] = [panel.getBoundingClientRect(),
-                                    img.getBoundingClientRect()];
-            margin = Math.min(inner.left - outer.left, outer.right - inner.right,
-                              inner.top - outer.top, outer.bottom - inner.bottom);
-        }
-        return {src: img.src, backdrop: luminance(backdrop(img)), margin,
-                filter: style.filter};
-    });
-    return {texts, figures, theme: document.documentElement.dataset.theme};
-}"""
+CONTRAST_JS = browser_script("contrast")
 
 
 @dataclass
@@ -344,17 +189,7 @@ def site_pages(html_dir):
 # axe-core (installed by `make test`), the WCAG 2.1 A and AA rules, and the
 # rule that the theme's search button broke (experimental in axe, so named).
 AXE_CORE = os.environ.get("AXE_CORE", "")
-AXE_JS = """async () => {
-    const result = await axe.run(document, {
-        runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
-        rules: {"label-content-name-mismatch": {enabled: true}},
-    });
-    return result.violations.map((v) => ({
-        id: v.id, impact: v.impact, help: v.help,
-        targets: v.nodes.slice(0, 3).map((n) => n.target.join(" ")),
-        count: v.nodes.length,
-    }));
-}"""
+AXE_JS = browser_script("axe")
 
 
 # -- English prose in the Chinese edition ----------------------------------------
@@ -363,27 +198,7 @@ AXE_JS = """async () => {
 # output and the edition switcher (which names "English" by design): every
 # text node, the page's title, and the attributes that browsers show or
 # screen readers speak (tooltips, labels, placeholders, alt text).
-PROSE_JS = """() => {
-    const skip = "pre, code, kbd, samp, script, style, noscript, .highlight, "
-        + ".sphx-glr-script-out, .edition-switcher, .math, math";
-    const texts = [document.title];
-    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    while (walker.nextNode()) {
-        const parent = walker.currentNode.parentElement;
-        if (!parent || parent.closest(skip)) continue;
-        texts.push(walker.currentNode.textContent);
-    }
-    const attributes = [];
-    const named = ["title", "aria-label", "placeholder", "alt", "tooltip"];
-    for (const el of document.querySelectorAll(named.map((n) => `[${n}]`).join(","))) {
-        if (el.closest(skip)) continue;
-        for (const name of named) {
-            const value = el.getAttribute(name);
-            if (value && value.trim()) attributes.push(`${name}="${value.trim()}"`);
-        }
-    }
-    return {texts: texts.map((t) => t.trim()).filter(Boolean), attributes};
-}"""
+PROSE_JS = browser_script("prose")
 
 
 def english_prose(prose):
@@ -442,14 +257,7 @@ def visit(context, base, page_path, width_name, mode, shots):
             result.stamp = {
                 "text": stamp.first.inner_text(),
                 "visible": stamp.first.is_visible(),
-                "before_code": page.evaluate(
-                    """() => {
-                        const stamp = document.querySelector(".verified-stamp");
-                        const code = document.querySelector("div.highlight");
-                        return !code || Boolean(stamp.compareDocumentPosition(code)
-                            & Node.DOCUMENT_POSITION_FOLLOWING);
-                    }"""
-                ),
+                "before_code": page.evaluate(STAMP_BEFORE_CODE_JS),
             }
     if width_name == "phone":
         result.overflow = page.evaluate(OVERFLOW_JS)

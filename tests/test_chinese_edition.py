@@ -6,17 +6,15 @@ the English source, any untranslated or fuzzy message (read with Babel, a
 gettext library), and downloads whose code differs from the English scripts'.
 """
 
-import ast
 import re
 import subprocess
 import sys
 
 import nbformat
 import pytest
-from conftest import EXAMPLES, GALLERY_DIR, REPO, downloads
 
-sys.path.insert(0, str(REPO / "_ext"))
-from pagelib import translation  # noqa: E402
+from pagelib import translation
+from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, downloads
 
 LANGUAGE = "zh_CN"
 
@@ -46,51 +44,16 @@ def test_every_page_has_a_chinese_edition(site):
     assert '<html lang="zh-CN"' in html or 'lang="zh_CN"' in html, html[:300]
 
 
-def prose_of(script):
-    """A script's prose (docstring and comment blocks), comment marks removed."""
-    lines = script.split("\n")
-    prose = "\n".join(
-        "\n".join(lines[first : last + 1])
-        for first, last, _ in translation.prose_regions(lines, script)
-    )
-    return re.sub(r"^# ?", "", prose, flags=re.M)
-
-
-def prose_messages(name):
-    """(English, translation) of the page's messages that its prose contains."""
-    messages = translation.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
-    prose = prose_of((REPO / "advanced" / f"{name}.py").read_text())
-    return [
-        (english, chinese)
-        for english, chinese in messages.items()
-        if translation.message_pattern(english).search(prose)
-    ]
-
-
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_chinese_downloads_hold_the_english_code_and_the_translated_prose(site, name):
+def test_chinese_downloads_are_the_translated_script_and_its_notebook(site, name):
+    # What the translation makes of a script (the English code, the prose in
+    # Chinese) is checked in tests/unit/test_translation.py; here, that the
+    # Chinese page's download links serve it.
     english = (REPO / "advanced" / f"{name}.py").read_text()
+    messages = translation.catalog(REPO, LANGUAGE, f"{GALLERY_DIR}/{name}")
     files = downloads(site.html / LANGUAGE / GALLERY_DIR / f"{name}.html")
     chinese = files["py"].read_text(encoding="utf-8")
-
-    def code(text):
-        tree = ast.parse(text)
-        tree.body = tree.body[1:]  # the module docstring is prose
-        return ast.dump(tree)
-
-    assert code(chinese) == code(english), "the Chinese script's code differs"
-    translated = prose_messages(name)
-    assert translated, f"no message of {name}'s catalog occurs in its script"
-    plain = prose_of(chinese)
-    left = [
-        english_text[:60]
-        for english_text, chinese_text in translated
-        if english_text != chinese_text
-        and re.search(
-            rf"(?<!\w){translation.message_pattern(english_text).pattern}(?!\w)", plain
-        )
-    ]
-    assert not left, f"English prose left in the Chinese script: {left}"
+    assert chinese == translation.translate_script(english, messages)[0]
 
     notebook = nbformat.read(files["ipynb"], as_version=4)
     english_notebook = nbformat.read(downloads(site.page(name))["ipynb"], as_version=4)
@@ -99,6 +62,7 @@ def test_chinese_downloads_hold_the_english_code_and_the_translated_prose(site, 
         c.source for c in english_notebook.cells[1:] if c.cell_type == "code"
     ]
     assert code_cells == english_cells
+    assert notebook.cells != english_notebook.cells  # its prose is Chinese
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

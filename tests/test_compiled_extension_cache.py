@@ -11,7 +11,8 @@ import shutil
 import sys
 
 import pytest
-from conftest import REPO, run
+
+from tests.helpers import REPO, run
 
 
 @pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")

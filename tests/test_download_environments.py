@@ -21,9 +21,12 @@ linked, not copied), and each page runs in it from an empty folder with an
 empty extensions cache, so that it really builds its wheels. A plain venv
 whose setuptools is too old must stop the page in one line.
 
-Cost: the environments take seconds; the five page runs compile C++ (no
-CUDA: the first cells name no toolkit) and start a few fresh interpreters
-each, about 4 minutes of CPU on the 2-core build machine.
+Cost: the environments take seconds (uv links their files from its cache).
+The page runs take the time: each shipping page in the uv venv and in its
+plain venv, and the first once more before its setuptools is upgraded when
+the seeded one is too old (so five runs on Python 3.11), each compiling C++
+(no CUDA: the first cells name no toolkit) in a few fresh interpreters.
+`make test` lists their times (``--durations``).
 """
 
 import os
@@ -31,13 +34,12 @@ import re
 import sys
 from pathlib import Path
 
+import envs
+import notebooks
 import pytest
-from conftest import REPO, WHEEL_PAGES, floor_release, run
+from packaging.version import Version
 
-sys.path.insert(0, str(REPO / "_ext"))
-sys.path.insert(0, str(REPO / "tools"))
-import envs  # noqa: E402
-import notebooks  # noqa: E402
+from tests.helpers import REPO, WHEEL_PAGES, floor_release, run
 
 PAGES = WHEEL_PAGES
 # Left out of the constraints: a plain venv keeps the setuptools and pip it
@@ -76,10 +78,6 @@ def site_pins(tmp_path_factory, *, with_torch):
 @pytest.fixture(scope="module")
 def constraints(tmp_path_factory):
     return site_pins(tmp_path_factory, with_torch=True)
-
-
-def release_key(version):
-    return tuple(int(part) for part in version.split(".")[:2])
 
 
 def install(uv, python, specs, constraints):
@@ -158,7 +156,7 @@ def plain_venvs(uv, tmp_path_factory):
             install(uv, python, without_setuptools, constraints)
             version = "import setuptools; print(setuptools.__version__)"
             seeded = run([str(python), "-c", version]).stdout.strip() or None
-            if seeded is None or release_key(seeded) < (70, 1):
+            if seeded is None or Version(seeded) < Version("70.1"):
                 before = run_page(venv, page, folder / "before")
         install(uv, python, specs, constraints)
         venvs[page] = venv

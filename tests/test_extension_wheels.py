@@ -16,20 +16,15 @@ import re
 import sys
 from pathlib import Path
 
+import envs
+import matrix
 import pytest
-from conftest import GALLERY_DIR, REPO, WHEEL_PAGES, printed, release_python, run
 
-sys.path.insert(0, str(REPO / "tools"))
-import envs  # noqa: E402
-
-from pagelib import contract  # noqa: E402
+from pagelib import contract
+from tests.helpers import GALLERY_DIR, REPO, WHEEL_PAGES, printed, release_python, run
 
 PAGES = WHEEL_PAGES  # their notebooks run on the pinned release, after the build
 PINNED = envs.releases()[-1]["torch"]
-
-
-def release_key(version):
-    return tuple(int(part) for part in version.split("+")[0].split(".")[:2])
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +58,8 @@ def the_wheel(cache, label):
 
 
 def floor_of(page):
+    """(major, minor) of the page's floor: ``matrix.release_key`` of a release
+    from it on compares greater or equal ((2, 10, 0) >= (2, 10))."""
     text = (REPO / "advanced" / f"{page}.py").read_text()
     major, minor = contract.declared_floors(text)[0].split(".")
     return int(major), int(minor)
@@ -138,7 +135,7 @@ def test_pip_accepts_each_wheel_on_the_pythons_the_page_names(built, tmp_path, m
 def test_stable_wheel_runs_under_the_oldest_release_it_claims(built, tmp_path):
     cache, _ = built
     floor = floor_of("cpp_stable_abi")
-    oldest = next(r for r in envs.releases() if release_key(r["torch"]) >= floor)
+    oldest = next(r for r in envs.releases() if matrix.release_key(r["torch"]) >= floor)
     assert oldest["torch"] != PINNED, "the floor is the pinned release itself"
     python = release_python(oldest["torch"])
     site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
@@ -159,7 +156,7 @@ def test_stable_wheel_loads_from_the_page_floor_on_and_not_below(
     process = run(
         [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
     )
-    if release_key(release) >= floor_of("cpp_stable_abi"):
+    if matrix.release_key(release) >= floor_of("cpp_stable_abi"):
         assert process.returncode == 0, process.stderr[-3000:]
     else:
         # Below the floor, the loader misses one of the C functions that the

@@ -14,19 +14,20 @@ The copies run the suite's own tests with this interpreter, two at a time.
 import concurrent.futures
 import os
 import re
-import shutil
 import sys
 import time
 import traceback
 from dataclasses import dataclass, field
 
 import pytest
-from conftest import (
+
+from tests.helpers import (
     REPO,
     claim_once_per_run,
     example_source,
     make,
     run,
+    scratch_project,
     write_records,
 )
 
@@ -37,16 +38,6 @@ TINY_PAGE = example_source(
     "ax.plot([0, 1], [1, 0])\n"
     "plt.show()",
 )
-MACHINERY = [
-    "conf.py",
-    "index.rst",
-    "Makefile",
-    "requirements.txt",
-    "constraints.txt",
-    "pyproject.toml",
-]
-MACHINERY_FOLDERS = ["_ext", "pagelib", "_static", "_templates", "tools", "tests"]
-
 SITE_TESTS = [
     "tests/test_site_build.py::test_build_finishes_without_warnings",
     "tests/test_site_build.py::test_every_example_has_a_page_with_its_figures",
@@ -151,7 +142,7 @@ def break_the_cpp_variant(project):
 @dataclass
 class Planted:
     breakage: str
-    project: str  # which scratch project: "site", "crop" or "performance"
+    project: str  # which planted project: "site", "crop" or "performance"
     plant: object
     caught_by: list = field(default_factory=list)
 
@@ -221,20 +212,8 @@ SELECTIONS = {"site": SITE_TESTS, "crop": CROP_TESTS, "performance": PERFORMANCE
 # -- Running them -------------------------------------------------------------------
 
 
-def scratch_project(folder, kind):
+def planted_project(folder, kind):
     """A copy of the project's machinery and tests with one page."""
-    folder.mkdir(parents=True)
-    for name in MACHINERY:
-        shutil.copy(REPO / name, folder / name)
-    for name in MACHINERY_FOLDERS:
-        shutil.copytree(
-            REPO / name,
-            folder / name,
-            ignore=shutil.ignore_patterns("__pycache__", "*.mo", "locale"),
-        )
-    (folder / "start_here.rst").write_text("Start here\n==========\n")
-    (folder / "advanced").mkdir()
-    shutil.copy(REPO / "advanced" / "README.txt", folder / "advanced")
     if kind == "site":
         name, source = "tiny_page", TINY_PAGE
     else:
@@ -243,12 +222,12 @@ def scratch_project(folder, kind):
         source = (REPO / "advanced" / f"{name}.py").read_text()
         # The copy has no other page to link to: each link becomes its name.
         source = re.sub(r":ref:`sphx_glr_tutorials_(\w+)\.py`", r"``\1``", source)
-    (folder / "advanced" / f"{name}.py").write_text(source)
-    with open(folder / "pagelib" / "course.py", "a") as course:
-        course.write(f"\nCOURSE[{name + '.py'!r}] = 'A page made by a test.'\n")
+    project = scratch_project(
+        folder, {f"{name}.py": source}, files=["pyproject.toml"], folders=["tests"]
+    )
     if kind != "performance":  # its records are written once it is planted
-        write_records(folder, name)
-    return folder
+        write_records(project, name)
+    return project
 
 
 def run_selected(project, tests, env=None):
@@ -287,7 +266,7 @@ def outcomes(request, tmp_path_factory):
         label, kind, planted, tests = job
         start = time.perf_counter()
         try:
-            project = scratch_project(root / re.sub(r"\W+", "-", label), kind)
+            project = planted_project(root / re.sub(r"\W+", "-", label), kind)
             if planted is not None:
                 planted.plant(project)
             if kind == "performance":

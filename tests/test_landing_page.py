@@ -7,19 +7,16 @@ itself.
 """
 
 import hashlib
-import sys
 from urllib.parse import urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import EXAMPLES, GALLERY_DIR, REPO
 from PIL import Image
 
-sys.path.insert(0, str(REPO / "_ext"))
-
-from pagelib import contract  # noqa: E402
-from pagelib import course as course_order  # noqa: E402
-from pagelib import records as version_records  # noqa: E402
+from pagelib import contract
+from pagelib import course as course_order
+from pagelib import records as version_records
+from tests.helpers import EXAMPLES, GALLERY_DIR, REPO
 
 COURSE_ORDER = sorted(
     EXAMPLES, key=lambda name: course_order.CourseOrder("")(f"{name}.py")

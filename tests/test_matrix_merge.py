@@ -10,7 +10,7 @@ machine, by the helper the notebook kernels use), and the runs make no other:
 the scratch project's matrix.toml names them exactly as versions/matrix.toml
 does, so their requirements, and so their folders, are the same.
 
-The pure merge logic is tested in tests/unit/test_records_merge.py.
+The pure merge logic is tested in tests/unit/test_matrix.py.
 """
 
 import json
@@ -19,11 +19,14 @@ import shutil
 import subprocess
 import sys
 
+import envs
 import matrix
 import pytest
-from conftest import (
+
+from pagelib import contract
+from tests import pages
+from tests.helpers import (
     MATRIX,
-    envs,
     example_source,
     pinned_torch,
     project_with_example,
@@ -198,27 +201,8 @@ def test_two_shards_merged_equal_one_unsharded_run(project):
 
 def test_a_conflicting_pair_of_shards_is_refused(project, tmp_path):
     page = project / "advanced" / "shard_a.py"
-    digest = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; sys.path.insert(0, '.'); from pagelib import contract; "
-            f"print(contract.code_digest({str(page)!r}))",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    record = {
-        "code_digest": digest,
-        "result": "pass",
-        "error": None,
-        "seconds": 1.0,
-        "torch": PINNED,
-        "devices": ["cpu"],
-        "ran_at": "2026-01-01T00:00:00+00:00",
-    }
+    digest = contract.code_digest(page)
+    record = pages.record(PINNED, code_digest=digest)
     one, two = tmp_path / "one", tmp_path / "two"
     for folder, result in ((one, "pass"), (two, "fail")):
         folder.mkdir()

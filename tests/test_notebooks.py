@@ -9,25 +9,18 @@ import ast
 import re
 import sys
 
-import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from conftest import (
-    EXAMPLES,
-    REPO,
-    downloads,
-    example_source,
-    make,
-    notebook_of,
-    notebook_release,
-    project_with_example,
-)
 from nbconvert import HTMLExporter
 
-sys.path.insert(0, str(REPO / "_ext"))
-
-from pagelib import contract, pagelint  # noqa: E402
-from pagelib import records as version_records  # noqa: E402
+from pagelib import contract, pagelint
+from pagelib import records as version_records
+from tests.helpers import (
+    EXAMPLES,
+    REPO,
+    notebook_of,
+    notebook_release,
+)
 
 # reST that must never reach a Jupyter reader, as it would read it. The last
 # two may occur in code (C++'s ``::``), so they are looked for in prose only.
@@ -164,28 +157,3 @@ def test_downloaded_notebook_executes_in_a_fresh_kernel(executed_notebooks, name
     assert any(o.output_type == "stream" for o in outputs), (
         "the notebook printed nothing"
     )
-
-
-LINKED = example_source(
-    "A Linked Page",
-    "print(1)\n\n# %%\n# This page links to :ref:`sphx_glr_tutorials_linked.py`.\n\n"
-    "print(2)",
-)
-
-
-def test_cross_references_become_links_when_the_site_address_is_known(tmp_path):
-    project = project_with_example(tmp_path, "linked.py", LINKED)
-    address = "https://tutorials.example.org/custom-ops/"
-    process = make(
-        "html",
-        cwd=project,
-        variables=["SPHINXOPTS=-W -D plot_gallery=0"],
-        env={"SITE_URL": address},
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    # The notebook readers download: the one the English page links to.
-    page = project / "_build" / "html" / "tutorials" / "linked.html"
-    notebook = nbformat.read(downloads(page)["ipynb"], as_version=4)
-    prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
-    link = f"[A Linked Page]({address}tutorials/linked.html)"
-    assert link in prose, prose

@@ -26,10 +26,10 @@ import textwrap
 
 import envs
 import pytest
-from conftest import REPO, pinned_torch, run
 
 from conf import page_modules
 from pagelib import page_module
+from tests.helpers import REPO, pinned_torch, run
 
 PAGE = REPO / "advanced" / "check_your_operator.py"
 SECTION = page_modules[PAGE.name]["section"]

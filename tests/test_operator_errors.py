@@ -9,7 +9,8 @@ import runpy
 
 import pytest
 import torch
-from conftest import REPO
+
+from tests.helpers import REPO
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+import envs
 import pytest
-from conftest import REPO, run
 
-sys.path.insert(0, str(REPO / "tools"))
-import envs  # noqa: E402
+from tests.helpers import REPO, run
 
 
 def runs(python):

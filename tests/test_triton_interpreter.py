@@ -19,7 +19,8 @@ import json
 import sys
 
 import pytest
-from conftest import REPO, run
+
+from tests.helpers import REPO, run
 
 pytest.importorskip("triton", reason="the page's kernels need Triton")
 

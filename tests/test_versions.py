@@ -2,45 +2,29 @@
 
 The version matrix (``make matrix``) ran every page under every release of
 ``versions/matrix.toml`` and committed the records; the build shows each
-page's floor and releases from them. Here CI checks that those records are
-current and consistent, and runs each page again on its floor release, on
-its own: as its downloaded notebook, in a kernel of that release (the
-shipping pages, whose notebooks run on the pinned release, run on their floor
-in a reader's plain venv: test_download_environments). The build ran every
-page on the pinned release.
+page's floor and releases from them, and tests/unit/test_pages.py checks
+that those records are current and consistent. Here CI runs each page again
+on its floor release, on its own: as its downloaded notebook, in a kernel of
+that release (the shipping pages, whose notebooks run on the pinned release,
+run on their floor in a reader's plain venv: test_download_environments).
+The build ran every page on the pinned release.
 """
 
 import json
 import sys
 
 import pytest
-from conftest import (
+
+from tests.helpers import (
     EXAMPLES,
     MATRIX,
-    RELEASES,
-    REPO,
     WHEEL_PAGES,
     floor_release,
     pinned_torch,
     project_with_example,
     run,
 )
-
-sys.path.insert(0, str(REPO / "_ext"))
-from pagelib import records as version_records  # noqa: E402
-
-
-def test_matrix_ends_with_the_pinned_release():
-    assert RELEASES[-1] == pinned_torch()
-    keys = [version_records.minor(r) for r in RELEASES]
-    assert keys == sorted(set(keys), key=lambda v: tuple(map(int, v.split("."))))
-
-
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_records_are_current_and_consistent(name):
-    versions = version_records.read(REPO, REPO / "advanced" / f"{name}.py")
-    assert versions.problems == [], versions.problems
-
+from tests.pages import page_source
 
 # The shipping pages run on their floor in test_download_environments.
 NOTEBOOK_FLOORS = [name for name in EXAMPLES if name not in WHEEL_PAGES]
@@ -57,19 +41,7 @@ def test_page_runs_standalone_on_its_floor_release(executed_notebooks, name):
     assert version.split("+")[0] == release, version
 
 
-BELOW_FLOOR = """\"\"\"
-Too new
-=======
-\"\"\"
-
-import sys
-
-import torch
-
-if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (99, 0):
-    sys.exit(f"This page needs PyTorch 99.0 or later; this is {torch.__version__}.")
-print("unreachable")
-"""
+BELOW_FLOOR = page_source("Too new", 'print("unreachable")\n', floor="99.0")
 
 
 def test_matrix_records_a_clean_stop_and_reports_a_release_it_cannot_install(

@@ -37,10 +37,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import envs
 import matrix
 import pytest
-from conftest import MATRIX, REPO, envs, in_ci, pinned_torch, release_python
-from workflow_rehearsal import (
+
+from tests.helpers import MATRIX, REPO, in_ci, pinned_torch, release_python
+from tests.workflow_rehearsal import (
     ACTION_PERMISSIONS,
     WORKFLOWS,
     Rehearsal,

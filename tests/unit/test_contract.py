@@ -3,40 +3,25 @@ import textwrap
 import pytest
 
 from pagelib import contract
+from tests.pages import page_source
 
-PAGE = textwrap.dedent('''\
-    """
-    A Page
-    ======
+PAGE = page_source(
+    summary="Some prose.",
+    body=textwrap.dedent('''\
+        # A comment about the code.
+        SOURCE = """
+        #include <torch/library.h>  // a C++ comment is part of the string
+        """
 
-    Some prose.
+        # %%
+        # More prose, a heading
+        # ---------------------
+        #
+        # and a paragraph.
 
-    .. grid-item-card:: Prerequisites
-
-       * PyTorch 2.8 or later
-    """
-
-    import sys
-
-    import torch
-
-    if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 8):
-        sys.exit(f"This page needs PyTorch 2.8 or later; this is {torch.__version__}.")
-
-    # A comment about the code.
-    SOURCE = """
-    #include <torch/library.h>  // a C++ comment is part of the string
-    """
-    print(f"PyTorch {torch.__version__}; devices exercised: ['cpu']")
-
-    # %%
-    # More prose, a heading
-    # ---------------------
-    #
-    # and a paragraph.
-
-    x = 1  # trailing comment
-''')
+        x = 1  # trailing comment
+    '''),
+)
 
 
 def digest(tmp_path, text):
@@ -109,29 +94,12 @@ def test_page_size_counts_prose_words_and_code_lines(tmp_path):
     path.write_text(PAGE)
     words, lines = contract.page_size(path)
     assert words > 10
-    # Two imports, the two-line floor check, the three-line SOURCE string,
-    # the print and x = 1; no comment or blank line.
+    # Two imports, the two-line floor check, the devices line, the
+    # three-line SOURCE string and x = 1; no comment or blank line.
     assert lines == 9
 
 
-CARD_PAGE = '''"""
-A Page
-======
-
-After this page you can do one thing, e.g. this. And then more.
-
-.. grid:: 2
-
-    .. grid-item-card:: Prerequisites
-
-       * PyTorch 2.8 or later
-
-.. admonition:: Checklist
-   :class: checklist
-
-   #. Do it.
-"""
-'''
+CARD_PAGE = page_source(summary="After this page you can do one thing, e.g. this.")
 
 
 def test_the_card_fields_come_from_the_docstring(tmp_path):
@@ -153,3 +121,22 @@ def test_a_page_without_checklist_or_floor_bullet_has_problems(tmp_path):
     problems = contract.read_script(path)["problems"]
     assert 'no "PyTorch X.Y or later" bullet' in problems[0]
     assert "no Checklist admonition" in problems[1]
+
+
+NO_VERSION = page_source(
+    "A Page Without a Version",
+    'print("hello")\n',
+    summary="This page forgot to say which PyTorch it needs.",
+    floor=None,
+    prerequisite="NumPy",
+)
+
+
+def test_reading_a_script_finds_its_title_and_intro_and_reports_no_version(tmp_path):
+    script = tmp_path / "page.py"
+    script.write_text(NO_VERSION)
+    card = contract.read_script(script)
+    assert card["title"] == "A Page Without a Version"
+    assert card["summary"] == ("This page forgot to say which PyTorch it needs.")
+    assert card["version"] is None
+    assert any("PyTorch X.Y or later" in p for p in card["problems"])

@@ -1,35 +1,11 @@
 """The Chinese edition's rewrites of Sphinx-Gallery's own text (_ext/editions.py),
 with the strings of the site catalog as the build has them."""
 
-import gettext
-import io
-from pathlib import Path
 from types import SimpleNamespace
 
 import editions
 import pytest
-import sphinx.locale
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
 from docutils import nodes
-
-SITE_PO = Path(editions.__file__).parent / "locale/zh_CN/LC_MESSAGES/site.po"
-
-
-@pytest.fixture
-def chinese(monkeypatch):
-    """A Chinese build's app, with site.po as our extensions' catalog."""
-    with SITE_PO.open("rb") as handle:
-        catalog = read_po(handle)
-    compiled = io.BytesIO()
-    write_mo(compiled, catalog)
-    compiled.seek(0)
-    monkeypatch.setitem(
-        sphinx.locale.translators,
-        ("general", editions.CATALOG),
-        gettext.GNUTranslations(compiled),
-    )
-    return SimpleNamespace(config=SimpleNamespace(language="zh_CN"))
 
 
 def running_time_paragraph():
@@ -102,3 +78,63 @@ def test_computation_times_are_translated_before_sphinx_records_the_title():
     )
     editions.setup(app)
     assert connected["doctree-read", editions.translate_execution_times] < 500
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        # Roles and literals touching Chinese characters, which Sphinx-Gallery's
+        # clean-up (a space before them) leaves alone.
+        ("用:func:`torch.compile`编译", "用torch.compile编译"),
+        ("见:ref:`这一页 <sphx_glr_tutorials_a.py>`。", "见这一页。"),
+        ("用:class:`~torch.Tensor`、``out``：", "用torch.Tensor、out："),
+        ("一个\\ ``literal``\\ 值", "一个literal值"),
+        ("见`文档 <https://example.org>`__。", "见文档。"),
+        ("`强调`的词", "强调的词"),
+        ("plain text stays", "plain text stays"),
+    ],
+)
+def test_leftover_markup_is_removed_from_a_chinese_intro(text, shown):
+    assert editions._leftover_markup(text) == shown
+
+
+@pytest.mark.parametrize(
+    "language, page, links",
+    [
+        (
+            "en",
+            "tutorials/page",
+            [
+                ("English", "page.html", "en", True),
+                ("简体中文", "../zh_CN/tutorials/page.html", "zh-Hans", False),
+            ],
+        ),
+        (
+            "zh_CN",
+            "tutorials/page",
+            [
+                ("English", "../../tutorials/page.html", "en", False),
+                ("简体中文", "page.html", "zh-Hans", True),
+            ],
+        ),
+        (
+            "zh_CN",
+            "index",
+            [
+                ("English", "../index.html", "en", False),
+                ("简体中文", "index.html", "zh-Hans", True),
+            ],
+        ),
+        (
+            None,  # a build that names no language is the English one
+            "index",
+            [
+                ("English", "index.html", "en", True),
+                ("简体中文", "zh_CN/index.html", "zh-Hans", False),
+            ],
+        ),
+    ],
+)
+def test_edition_links_are_relative_to_the_page(language, page, links):
+    app = SimpleNamespace(config=SimpleNamespace(language=language))
+    assert editions.edition_links(app, page) == links

@@ -145,7 +145,7 @@ def test_lint_names_exactly_what_a_new_page_lacks_and_each_piece_it_gets(tmp_pat
     before = lacks()
     course.add_page(project, f"{SCRATCH}.py", "A page made by a test. " * 5)
     too_long = (
-        f"{SCRATCH}: its course summary has 115 characters, 99 at most "
+        f"{SCRATCH}: its course summary has 115 characters, 90 at most "
         "— edit pagelib/course.toml"
     )
     assert lacks() == [too_long, *before[1:]]

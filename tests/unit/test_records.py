@@ -1,42 +1,25 @@
-import json
 import shutil
 
 import pytest
-from test_contract import PAGE
 
-from pagelib import contract, records
+from pagelib import records
+from tests.pages import SMALL_BELOW as BELOW
+from tests.pages import page_source, write_page_records
 
-RELEASES = ["2.7.1", "2.8.0", "2.9.1"]
+PAGE = page_source(summary="Some prose.", body="x = 1\n")
 
 
 @pytest.fixture
-def project(tmp_path):
-    (tmp_path / "versions" / "records").mkdir(parents=True)
-    releases = "".join(f'[[releases]]\ntorch = "{r}"\n\n' for r in RELEASES)
-    (tmp_path / "versions" / "matrix.toml").write_text(
-        f'[[below]]\ntorch = "2.6.0"\n\n[pages]\npackages = []\n\n{releases}'
-    )
-    (tmp_path / "advanced").mkdir()
-    source = tmp_path / "advanced" / "page.py"
+def project(matrix_project):
+    source = matrix_project / "advanced" / "page.py"
     source.write_text(PAGE)
-    digest = contract.code_digest(source)
-
-    def record(result, release):
-        error = None if result == "pass" else "needs PyTorch 2.8 or later"
-        return {
-            "code_digest": digest,
-            "result": result,
-            "error": error,
-            "torch": release,
-            "devices": ["cpu"],
-        }
-
-    data = {"2.6.0": record("below-floor", "2.6.0")}
-    data["2.7.1"] = record("below-floor", "2.7.1")
-    data["2.8.0"] = record("pass", "2.8.0")
-    data["2.9.1"] = record("pass", "2.9.1")
-    (tmp_path / "versions" / "records" / "page.json").write_text(json.dumps(data))
-    return tmp_path, source
+    below = {"result": "below-floor", "error": "needs PyTorch 2.8 or later"}
+    write_page_records(
+        matrix_project,
+        "page",
+        {BELOW: below, "2.7.1": below, "2.8.0": "pass", "2.9.1": "pass"},
+    )
+    return matrix_project, source
 
 
 def test_current_records_give_the_floor_and_releases(project):

@@ -10,23 +10,13 @@ import json
 import re
 
 import pytest
-from sphinx.application import Sphinx
 
 from pagelib import contract, records
+from tests.pages import SMALL_BELOW as BELOW
+from tests.pages import SMALL_RELEASES as RELEASES
+from tests.pages import page_source, record
 
-RELEASES = ["2.7.1", "2.8.0", "2.9.1"]
-PAGE = '''"""
-Edges
-=====
-"""
-
-import sys
-
-import torch
-
-if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
-    sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
-'''
+PAGE = page_source("Edges", floor="2.7")
 DOCUMENT = """
 Edges
 =====
@@ -60,21 +50,15 @@ def test_edge_lines_are_read_in_order_and_other_lines_ignored():
 
 
 @pytest.fixture
-def project(tmp_path):
-    (tmp_path / "versions" / "records").mkdir(parents=True)
-    releases = "".join(f'[[releases]]\ntorch = "{r}"\n\n' for r in RELEASES)
-    (tmp_path / "versions" / "matrix.toml").write_text(
-        f'[[below]]\ntorch = "2.6.0"\n\n[pages]\npackages = []\n\n{releases}'
-    )
-    (tmp_path / "advanced").mkdir()
-    source = tmp_path / "advanced" / "edges.py"
+def project(matrix_project, sphinx_build):
+    source = matrix_project / "advanced" / "edges.py"
     source.write_text(PAGE)
-    (tmp_path / "tutorials").mkdir()
-    (tmp_path / "tutorials" / "edges.rst").write_text(DOCUMENT)
-    (tmp_path / "index.rst").write_text(
+    (matrix_project / "tutorials").mkdir()
+    (matrix_project / "tutorials" / "edges.rst").write_text(DOCUMENT)
+    (matrix_project / "index.rst").write_text(
         "Site\n====\n\n.. toctree::\n\n   tutorials/edges\n"
     )
-    (tmp_path / "conf.py").write_text(
+    (matrix_project / "conf.py").write_text(
         "extensions = ['sharp_edges']\n"
         "sphinx_gallery_conf = {'examples_dirs': ['advanced'],"
         " 'gallery_dirs': ['tutorials']}\n"
@@ -84,55 +68,37 @@ def project(tmp_path):
     digest = contract.code_digest(source)
 
     def plant(edges_by_release):
-        data = {"2.6.0": {"code_digest": digest, "result": "below-floor"}}
+        data = {BELOW: record(BELOW, "below-floor", code_digest=digest)}
         for release in RELEASES:
             edges = edges_by_release.get(release)
-            data[release] = {"code_digest": digest, "result": "pass"}
-            if edges is not None:
-                data[release]["edges"] = edges
-        (tmp_path / "versions" / "records" / "edges.json").write_text(json.dumps(data))
+            data[release] = record(release, code_digest=digest, edges=edges)
+        (matrix_project / "versions" / "records" / "edges.json").write_text(
+            json.dumps(data)
+        )
 
-    return tmp_path, source, plant
+    def build(srcdir):
+        """The table's rows as [[cell text, ...], ...], its links and the
+        build's warnings."""
+        warnings = sphinx_build(srcdir)
+        html = (srcdir / "_build" / "tutorials" / "edges.html").read_text()
+        rows = []
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S):
+            cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
+            # As a reader sees it: no tags, spaces (no-break ones too) as one
+            # space, no invisible word joiners.
+            text = [
+                re.sub(r"<[^>]+>|\s+", " ", cell).replace("\u2060", "")
+                for cell in cells
+            ]
+            rows.append([" ".join(cell.split()) for cell in text])
+        links = re.findall(r'href="#(edge-[a-z-]+)"', html)
+        return rows, links, warnings
 
-
-def build(srcdir):
-    """The table's rows as [[cell text, ...], ...] and the build's warnings."""
-    warnings = []
-
-    class Warnings:
-        def write(self, text):
-            warnings.append(text)
-
-        def flush(self):
-            pass
-
-    app = Sphinx(
-        srcdir,
-        srcdir,
-        srcdir / "_build",
-        srcdir / "_build" / ".doctrees",
-        "html",
-        status=None,
-        warning=Warnings(),
-        freshenv=True,
-    )
-    app.build()
-    html = (srcdir / "_build" / "tutorials" / "edges.html").read_text()
-    rows = []
-    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S):
-        cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
-        # As a reader sees it: no tags, spaces (no-break ones too) as one
-        # space, no invisible word joiners.
-        text = [
-            re.sub(r"<[^>]+>|\s+", " ", cell).replace("\u2060", "") for cell in cells
-        ]
-        rows.append([" ".join(cell.split()) for cell in text])
-    links = re.findall(r'href="#(edge-[a-z-]+)"', html)
-    return rows, links, "".join(warnings)
+    return matrix_project, source, plant, build
 
 
 def test_the_table_follows_the_records(project):
-    srcdir, source, plant = project
+    srcdir, source, plant, build = project
     present = {"slow-cache": "present", "lost-tangent": "present"}
     plant({release: present for release in RELEASES})
     rows, links, warnings = build(srcdir)
@@ -153,7 +119,7 @@ def test_the_table_follows_the_records(project):
 
 
 def test_missing_feature_and_unrun_release(project):
-    srcdir, source, plant = project
+    srcdir, source, plant, build = project
     plant(
         {
             "2.7.1": {"slow-cache": "not applicable", "lost-tangent": "present"},
@@ -184,7 +150,7 @@ def test_spans_of_one_status():
 
 
 def test_stale_records_and_missing_labels_are_warnings(project):
-    srcdir, source, plant = project
+    srcdir, source, plant, build = project
     plant({release: {"slow-cache": "present"} for release in RELEASES})
     source.write_text(PAGE + "\nprint('new code')\n")  # the records are now stale
     table = records.edge_table(srcdir, source)

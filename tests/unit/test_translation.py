@@ -1,4 +1,13 @@
+import ast
+import re
+
+import pytest
+
 from pagelib import translation
+from tests.pages import REPO
+
+EXAMPLES = sorted(p.stem for p in (REPO / "advanced").glob("*.py"))
+LANGUAGE = "zh_CN"
 
 SCRIPT = '''"""
 Title
@@ -75,3 +84,49 @@ def test_english_left_in_a_translation_is_found_outside_literals():
     assert find("加载器记录它无法解析（``failed to resolve``）该算子") == []
     assert find("见 :ref:`the page on strides <strides>` 一节") == []
     assert find("用 PyTorch 的 torch.compile 编译 Triton 内核") == []
+
+
+def prose_of(script):
+    """A script's prose (docstring and comment blocks), comment marks removed."""
+    lines = script.split("\n")
+    prose = "\n".join(
+        "\n".join(lines[first : last + 1])
+        for first, last, _ in translation.prose_regions(lines, script)
+    )
+    return re.sub(r"^# ?", "", prose, flags=re.M)
+
+
+def prose_messages(name, messages):
+    """(English, translation) of the page's messages that its prose contains."""
+    prose = prose_of((REPO / "advanced" / f"{name}.py").read_text())
+    return [
+        (english, chinese)
+        for english, chinese in messages.items()
+        if translation.message_pattern(english).search(prose)
+    ]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_translated_script_keeps_the_code_and_translates_the_prose(name):
+    english = (REPO / "advanced" / f"{name}.py").read_text()
+    messages = translation.catalog(REPO, LANGUAGE, f"tutorials/{name}")
+    chinese, _ = translation.translate_script(english, messages)
+
+    def code(text):
+        tree = ast.parse(text)
+        tree.body = tree.body[1:]  # the module docstring is prose
+        return ast.dump(tree)
+
+    assert code(chinese) == code(english), "the Chinese script's code differs"
+    translated = prose_messages(name, messages)
+    assert translated, f"no message of {name}'s catalog occurs in its script"
+    plain = prose_of(chinese)
+    left = [
+        english_text[:60]
+        for english_text, chinese_text in translated
+        if english_text != chinese_text
+        and re.search(
+            rf"(?<!\w){translation.message_pattern(english_text).pattern}(?!\w)", plain
+        )
+    ]
+    assert not left, f"English prose left in the Chinese script: {left}"

@@ -6,26 +6,19 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import envs
 import matrix
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests import pages
+
+REPO = pages.REPO
 
 
-def record(result="pass", digest="aaaa", ran_at="2026-01-01T00:00:00+00:00", **more):
-    return {
-        "code_digest": digest,
-        "result": result,
-        "error": None if result == "pass" else "RuntimeError: boom",
-        "seconds": 1.0,
-        "torch": "2.15.0",
-        "devices": ["cpu"],
-        "ran_at": ran_at,
-        **more,
-    }
+def record(result="pass", digest="aaaa", **more):
+    error = None if result == "pass" else "RuntimeError: boom"
+    return pages.record("2.15.0", result, code_digest=digest, error=error, **more)
 
 
 def write_shard(folder, records):
@@ -375,3 +368,70 @@ def test_the_gpu_lane_without_a_runner_stops_in_one_line(capsys):
     for bad in ("gpu linux", "[]", '["gpu", ""]', "[gpu"):
         stopped = plan(capsys, lane="gpu", gpu_runner=bad)
         assert stopped.count("\n") == 1 and "GPU_RUNNER" in stopped, bad
+
+
+TRACEBACK = """\
+Traceback (most recent call last):
+  File "/tmp/page.py", line 12, in <module>
+    assert out.shape == (2, 3)
+           ^^^^^^^^^^^^^^^^^^^
+AssertionError
+"""
+ASSERTION = "AssertionError at: assert out.shape == (2, 3)"
+
+
+def test_the_error_line_is_the_last_exception_line():
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "page.py", line 3, in <module>\n'
+        "    torch.ops.mylib.crop(x)\n"
+        "RuntimeError: first\n\nDuring handling, another:\n"
+        "torch._dynamo.exc.Unsupported: a graph break\n"
+        "warning: something after it\n"
+    )
+    assert matrix.first_error_line(stderr) == (
+        "torch._dynamo.exc.Unsupported: a graph break"
+    )
+
+
+def test_a_bare_assertion_names_the_failing_line():
+    assert matrix.first_error_line(TRACEBACK) == ASSERTION
+
+
+def test_without_an_exception_the_last_line_or_no_output():
+    assert matrix.first_error_line("one\nKilled\n\n") == "Killed"
+    assert matrix.first_error_line("") == "no output"
+    assert len(matrix.first_error_line("ValueError: " + "x" * 500)) == 300
+
+
+@pytest.mark.parametrize(
+    "returncode, stderr, timed_out, verdict",
+    [
+        (0, "a warning\n", False, ("pass", None)),
+        (None, "", True, ("fail", "timed out")),
+        (
+            1,
+            "This page needs PyTorch 2.8 or later; this is 2.7.1.\n",
+            False,
+            ("below-floor", "This page needs PyTorch 2.8 or later; this is 2.7.1."),
+        ),
+        # The floor message with anything else on stderr is a failure.
+        (
+            1,
+            "This page needs PyTorch 2.8 or later; this is 2.7.1.\nValueError: x\n",
+            False,
+            ("fail", "ValueError: x"),
+        ),
+        (
+            1,
+            TRACEBACK,
+            False,
+            ("fail", "AssertionError at: assert out.shape == (2, 3)"),
+        ),
+    ],
+    ids=["pass", "timeout", "below floor", "floor and noise", "error"],
+)
+def test_a_run_is_classified_by_its_exit_and_stderr(
+    returncode, stderr, timed_out, verdict
+):
+    assert matrix.classify(returncode, "", stderr, timed_out) == verdict

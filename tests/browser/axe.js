@@ -1,0 +1,11 @@
+async () => {
+    const result = await axe.run(document, {
+        runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
+        rules: {"label-content-name-mismatch": {enabled: true}},
+    });
+    return result.violations.map((v) => ({
+        id: v.id, impact: v.impact, help: v.help,
+        targets: v.nodes.slice(0, 3).map((n) => n.target.join(" ")),
+        count: v.nodes.length,
+    }));
+}
