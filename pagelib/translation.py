@@ -13,10 +13,11 @@ as wide as its new text. Strings in, strings out: no Sphinx here.
 import ast
 import re
 import unicodedata
-from pathlib import Path
 
 from babel.messages.pofile import read_po
 from sphinx.transforms.i18n import parse_noqa
+
+from pagelib import layout
 
 COMMENT_BLOCK_START = re.compile(r"^(#{20,}.*|# ?%%.*)$")
 ADORNMENT_LINE = re.compile(r"^([=\-~^\"'`#*+_.:<>])\1+\s*$")
@@ -25,7 +26,7 @@ WIDTH = 79
 
 def catalog(srcdir, language, docname):
     """{English message: translation} of one document's catalog."""
-    path = Path(srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po"
+    path = layout.catalog_path(srcdir, language, docname)
     if not path.is_file():
         return {}
     with path.open("rb") as handle:

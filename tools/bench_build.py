@@ -34,20 +34,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from pagelib import layout  # noqa: E402
 from pagelib.contract import page_size  # noqa: E402
 
 NOOP_TARGET_S = 5
 PROSE_EDIT_OVERHEAD_TARGET_S = 20
-
-
-def project_files():
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
-    return [name for name in listed.split("\0") if name and (REPO / name).exists()]
 
 
 def timed_make_html(project, venv, caches):
@@ -104,7 +95,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="site-bench-") as scratch:
         project = Path(scratch) / "site"
-        for name in project_files():
+        for name in layout.project_files():
             target = project / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, target)
