@@ -30,35 +30,24 @@ import html
 import logging
 import posixpath
 import re
-from pathlib import Path
 
-import verified_stamp
 from docutils import nodes
 from sphinx.locale import get_translation
 from sphinx.util import logging as sphinx_logging
 
-from pagelib import gallery, translation
+from pagelib import gallery, layout, translation, wording
+from pagelib.layout import EDITIONS
 
 logger = sphinx_logging.getLogger(__name__)
-CATALOG = "site"
-_ = get_translation(CATALOG)
-
-SOURCE_LANGUAGE = "en"
-# language -> (name shown in the switcher, folder under the site's root,
-# BCP 47 tag for hreflang)
-EDITIONS = {
-    "en": ("English", "", "en"),
-    "zh_CN": ("简体中文", "zh_CN/", "zh-Hans"),
-}
-HERE = Path(__file__).parent
+_ = get_translation(layout.SITE_CATALOG)
 
 
 def language_of(app):
-    return app.config.language or SOURCE_LANGUAGE
+    return app.config.language or layout.SOURCE_LANGUAGE
 
 
 def is_translation(app):
-    return language_of(app) != SOURCE_LANGUAGE
+    return layout.is_translation(app.config.language)
 
 
 # -- Chinese search -----------------------------------------------------------
@@ -202,7 +191,7 @@ def translate_running_time(app, doctree):
         )
         # No space after a label that ends in full-width punctuation, as in
         # the stamp.
-        text = verified_stamp.join_sentences([label, time])
+        text = wording.join_sentences([label, time])
         replacement = nodes.paragraph(classes=paragraph["classes"])
         replacement += nodes.strong(text=label)
         replacement += nodes.Text(text[len(label) :])
@@ -275,15 +264,14 @@ def thumbnail_translations(app, docnames):
     found = {}
     for docname in docnames:
         source, _folder = examples[docname]
-        catalog = Path(app.srcdir) / "locale" / language / "LC_MESSAGES"
-        app.env.note_dependency(str(catalog / f"{docname}.po"))
+        app.env.note_dependency(str(layout.catalog_path(app.srcdir, language, docname)))
         messages = translation.catalog(app.srcdir, language, docname)
         if not messages:
             continue
         english = source.read_text(encoding="utf-8")
         # The translated download, written before the build reads anything
         # (translated_downloads), holds exactly this translation.
-        written = Path(app.srcdir) / f"tutorials_{language}" / source.name
+        written = layout.translated_downloads(app.srcdir, language) / source.name
         if written.is_file():
             translated = written.read_text(encoding="utf-8")
         else:
@@ -425,24 +413,33 @@ def translate_execution_times(app, doctree):
         paragraph.replace_self(replacement)
 
 
+# conf.py's names of the site (html_title) and of its authors, in the
+# edition's language: a name conf.py changes is shown as it is until it is
+# added here and translated.
+SITE_NAMES = {
+    "PyTorch Custom Operators": _("PyTorch Custom Operators"),
+    "The custom operators tutorial authors": _("The custom operators tutorial authors"),
+}
+
+
 def register_catalog(app, config):
     """Compile our strings' catalogs if needed, hand them to Sphinx, and name
     the site in the edition's language."""
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
-    for po in (HERE / "locale").glob(f"*/LC_MESSAGES/{CATALOG}.po"):
+    for po in layout.EXTENSION_LOCALE.glob(f"*/LC_MESSAGES/{layout.SITE_CATALOG}.po"):
         mo = po.with_suffix(".mo")
         if not mo.is_file() or mo.stat().st_mtime < po.stat().st_mtime:
             with po.open("rb") as source:
                 catalog = read_po(source)
             with mo.open("wb") as target:
                 write_mo(target, catalog)
-    app.add_message_catalog(CATALOG, str(HERE / "locale"))
+    app.add_message_catalog(layout.SITE_CATALOG, str(layout.EXTENSION_LOCALE))
     if not is_translation(app):
         return
-    if config.html_title == "PyTorch Custom Operators":
-        config.html_title = str(_("PyTorch Custom Operators"))
+    if config.html_title in SITE_NAMES:
+        config.html_title = str(SITE_NAMES[config.html_title])
     # The theme's search box shows a theme option, not a message.
     options = dict(config.html_theme_options)
     options["search_bar_text"] = str(_("Search the docs ..."))
@@ -450,9 +447,9 @@ def register_catalog(app, config):
     # The footer's "© Copyright 2026, The ... authors." names the authors in
     # the page's language; the sentence around it is in locale/*/sphinx.po.
     year, _comma, author = config.copyright.partition(", ")
-    if author == config.author == "The custom operators tutorial authors":
+    if author == config.author and author in SITE_NAMES:
         config.copyright = _("{year}, {author}").format(
-            year=year, author=_("The custom operators tutorial authors")
+            year=year, author=SITE_NAMES[author]
         )
 
 

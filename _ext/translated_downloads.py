@@ -21,20 +21,20 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx_gallery.utils import zip_files
 
-from pagelib import gallery, translation
+from pagelib import gallery, layout, translation
 
 logger = logging.getLogger(__name__)
 
 
 def folder_for(app):
-    return Path(app.srcdir) / f"tutorials_{app.config.language}"
-
-
-# -- The downloads -------------------------------------------------------------
+    return layout.translated_downloads(app.srcdir, app.config.language)
 
 
 def is_translation(app):
-    return bool(app.config.language) and app.config.language != "en"
+    return layout.is_translation(app.config.language)
+
+
+# -- The downloads -------------------------------------------------------------
 
 
 def make_downloads(app):
@@ -55,7 +55,7 @@ def make_downloads(app):
         key = hashlib.sha256(english.encode())
         for path in (
             Path(translation.__file__),
-            Path(app.srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po",
+            layout.catalog_path(app.srcdir, language, docname),
         ):
             key.update(path.read_bytes() if path.is_file() else b"-")
         stamp = script.with_name(script.name + ".inputs")
@@ -71,10 +71,8 @@ def make_downloads(app):
         try:
             notebooks.write_if_outdated(
                 notebook_file,
-                lambda source=source, folder=folder, script=script, t=translations: (
-                    notebooks.build(
-                        app, source, folder, text_source=script, translations=t
-                    )
+                lambda source=source, folder=folder, script=script: notebooks.build(
+                    app, source, folder, text_source=script
                 ),
                 notebooks.inputs_digest(app, source, folder, text_source=script),
             )
@@ -116,8 +114,10 @@ def point_downloads(app, doctree):
 
 
 def setup(app):
-    # After Sphinx-Gallery and notebooks.py (builder-inited, 500 and 600).
-    app.connect("builder-inited", make_downloads, priority=700)
+    # After Sphinx-Gallery and notebooks.py.
+    app.connect(
+        "builder-inited", make_downloads, priority=layout.TRANSLATED_DOWNLOADS_PRIORITY
+    )
     # Before Sphinx collects the files that downloads refer to (500).
     app.connect("doctree-read", point_downloads, priority=400)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -163,4 +163,12 @@ def setup(app):
     app.connect("env-get-outdated", reread_card_documents)
     app.connect("env-purge-doc", purge)
     app.connect("env-merge-info", merge)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {
+        "version": "1.0",
+        # It keeps tutorial_cards_docs and tutorial_cards_pages on the build
+        # environment: a change to what they hold must raise this number, so
+        # that Sphinx drops a pickled environment with the old kind.
+        "env_version": 1,
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

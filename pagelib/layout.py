@@ -55,6 +55,20 @@ def translated_downloads(srcdir, language):
     return Path(srcdir) / f"tutorials_{language}"
 
 
+# -- The order of the extensions' work before a build reads anything -------------
+
+# ``builder-inited`` priorities: each step reads what the one before wrote.
+# Pages without a valid run record lose their ``.md5`` (verified_stamp), so
+# that Sphinx-Gallery, at its default priority, runs them when it generates
+# the gallery; then every notebook is written again (notebooks), then the
+# translated edition's scripts, notebooks and zip files (translated_downloads),
+# from the English gallery's output.
+FORCE_RUNS_PRIORITY = 400
+SPHINX_GALLERY_PRIORITY = 500
+NOTEBOOKS_PRIORITY = 600
+TRANSLATED_DOWNLOADS_PRIORITY = 700
+
+
 # -- The version matrix ---------------------------------------------------------
 
 MATRIX = Path("versions") / "matrix.toml"

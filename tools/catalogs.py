@@ -77,14 +77,16 @@ def page_templates():
 
 
 def site_template():
-    """Our extensions' strings, as Babel extracts them from ``_ext``."""
+    """Our extensions' strings, as Babel extracts them from ``_ext`` and
+    ``pagelib`` (the wording the extensions share)."""
     catalog = Catalog(project="PyTorch Custom Operators", fuzzy=False)
-    for _filename, _lineno, message, comments, context in extract_from_dir(
-        str(REPO / "_ext"),
-        method_map=[("*.py", "python")],
-        keywords={"_": None},
-    ):
-        catalog.add(message, None, [], auto_comments=comments, context=context)
+    for folder in ("_ext", "pagelib"):
+        for _filename, _lineno, message, comments, context in extract_from_dir(
+            str(REPO / folder),
+            method_map=[("*.py", "python")],
+            keywords={"_": None},
+        ):
+            catalog.add(message, None, [], auto_comments=comments, context=context)
     return catalog
 
 

@@ -13,6 +13,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from docutils import nodes
 
+from pagelib import layout
+
 SITE_PO = Path(editions.__file__).parent / "locale/zh_CN/LC_MESSAGES/site.po"
 
 
@@ -26,7 +28,7 @@ def chinese(monkeypatch):
     compiled.seek(0)
     monkeypatch.setitem(
         sphinx.locale.translators,
-        ("general", editions.CATALOG),
+        ("general", layout.SITE_CATALOG),
         gettext.GNUTranslations(compiled),
     )
     return SimpleNamespace(config=SimpleNamespace(language="zh_CN"))
