@@ -42,14 +42,17 @@ export GALLERY_PATTERN
 # The Chinese edition, built from the same tree right after the English one
 # without running anything: a no-plot build keeps the outputs of every page
 # whose source did not change since it last ran.
-TRANSLATIONS := zh_CN
+# The translated editions, as pagelib/layout.py defines them.
+TRANSLATIONS := $(shell $(PYTHON) -c 'from pagelib import layout; print(*layout.TRANSLATIONS)')
 TRANSLATED = $(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 \
 	-D language=$(1) . $(BUILDDIR)/html/$(1)
 # `make html` skips an edition when no file it is made from changed since its
 # last successful build (a no-op build then starts one Sphinx, not two): the
 # stamp is taken when the build starts, so an edit made while it ran counts.
-EDITION_INPUTS := advanced locale _ext pagelib _templates _static versions \
-	tutorials conf.py index.rst start_here.rst Makefile requirements.txt constraints.txt
+# Every top-level page, configuration and requirements file counts, so a new
+# top-level .rst does too.
+EDITION_INPUTS := advanced locale _ext pagelib _templates _static versions tutorials \
+	Makefile $(filter-out sg_execution_times.rst,$(wildcard *.rst *.py *.txt))
 TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	if [ -f $$stamp ] && [ -z "$$(find $(EDITION_INPUTS) -type f ! -name '*.pyc' ! -name '*.mo' \
 		-newer $$stamp -print -quit 2>/dev/null)" ]; then \

@@ -3,6 +3,9 @@ checked here: the order of their work on ``builder-inited``, the folder one
 writes and another reads, what a notebook's cache key covers, and the
 version of the data an extension keeps on the build environment."""
 
+import shutil
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
@@ -13,6 +16,8 @@ import verified_stamp
 from sphinx_gallery import gen_gallery
 
 from pagelib import layout, records, run_record
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def builder_inited(setup):
@@ -61,3 +66,17 @@ def test_a_notebooks_cache_key_covers_the_modules_that_shape_it():
 def test_data_kept_on_the_environment_is_versioned():
     metadata = tutorial_cards.setup(mock.MagicMock())
     assert isinstance(metadata.get("env_version"), int)
+
+
+def test_a_new_top_level_page_counts_among_the_translated_editions_inputs(tmp_path):
+    shutil.copy(REPO / "Makefile", tmp_path)
+    (tmp_path / "new_page.rst").write_text("New\n===\n")
+    database = subprocess.run(
+        ["make", "-pn", "-C", str(tmp_path), "VENV=unused", "clean"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    (inputs,) = [
+        line for line in database.splitlines() if line.startswith("EDITION_INPUTS :=")
+    ]
+    assert "new_page.rst" in inputs.split()
