@@ -41,6 +41,9 @@ extensions = [
     # downloads (see _ext/editions.py).
     "editions",
     "translated_downloads",
+    # Sphinx's cache of this configuration as written here, so that a build
+    # with nothing to do reports no change (see _ext/config_as_read.py).
+    "config_as_read",
 ]
 
 # -- Editions -----------------------------------------------------------------
