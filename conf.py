@@ -37,9 +37,12 @@ extensions = [
     "page_modules",
     # The per-release table of PyTorch's sharp edges (see _ext/sharp_edges.py).
     "sharp_edges",
-    # The Chinese edition: links between editions, Chinese search, translated
-    # downloads (see _ext/editions.py).
+    # The Chinese edition (see _ext/editions.py): links between the editions
+    # and Chinese search; our strings' catalog and the site's name; what
+    # Sphinx-Gallery writes outside gettext's reach; translated downloads.
     "editions",
+    "site_catalog",
+    "translated_gallery",
     "translated_downloads",
     # Sphinx's cache of this configuration as written here, so that a build
     # with nothing to do reports no change (see _ext/config_as_read.py).

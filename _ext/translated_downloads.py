@@ -30,16 +30,12 @@ def folder_for(app):
     return layout.translated_downloads(app.srcdir, app.config.language)
 
 
-def is_translation(app):
-    return layout.is_translation(app.config.language)
-
-
 # -- The downloads -------------------------------------------------------------
 
 
 def make_downloads(app):
     """Write every example's translated script, notebook and the zip files."""
-    if not is_translation(app):
+    if not layout.is_translation(app.config.language):
         return
     language = app.config.language
     target = folder_for(app)
@@ -101,7 +97,7 @@ def _write(path, text):
 
 def point_downloads(app, doctree):
     """Make the page's download links fetch the translated files."""
-    if not is_translation(app):
+    if not layout.is_translation(app.config.language):
         return
     target = folder_for(app)
     relative = "/" + target.relative_to(app.srcdir).as_posix()

@@ -6,16 +6,16 @@ import io
 from pathlib import Path
 from types import SimpleNamespace
 
-import editions
 import pytest
 import sphinx.locale
+import translated_gallery
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from docutils import nodes
 
 from pagelib import layout
 
-SITE_PO = Path(editions.__file__).parent / "locale/zh_CN/LC_MESSAGES/site.po"
+SITE_PO = Path(translated_gallery.__file__).parent / "locale/zh_CN/LC_MESSAGES/site.po"
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def running_time_paragraph():
 
 def test_the_running_time_reads_as_chinese_with_no_gap_after_the_label(chinese):
     page = running_time_paragraph()
-    editions.translate_running_time(chinese, page)
+    translated_gallery.translate_running_time(chinese, page)
     (paragraph,) = page.children
     assert paragraph["classes"] == ["sphx-glr-timing"]
     assert paragraph[0].astext() == "脚本总运行时间："  # the bold label
@@ -56,7 +56,7 @@ def test_the_running_time_reads_as_chinese_with_no_gap_after_the_label(chinese):
 def test_an_english_page_keeps_its_running_time():
     page = running_time_paragraph()
     english = SimpleNamespace(config=SimpleNamespace(language="en"))
-    editions.translate_running_time(english, page)
+    translated_gallery.translate_running_time(english, page)
     assert (
         page.astext() == "Total running time of the script: (0 minutes 2.392 seconds)"
     )
@@ -74,7 +74,7 @@ SCRIPT = '''"""
 
 
 def test_a_chinese_thumbnail_keeps_no_gap_where_emphasis_was():
-    summary, title = editions.intro_and_title(SCRIPT, "internals.py")
+    summary, title = translated_gallery.intro_and_title(SCRIPT, "internals.py")
     assert title == "深入 custom_op 内部"  # Latin words keep their spaces
     assert summary == (
         "它会在 PyTorch 的算子注册表，即分发器（dispatcher）中留下条目；"
@@ -87,9 +87,9 @@ def test_an_english_thumbnail_is_as_sphinx_gallery_writes_it():
 
     script = '"""\nTitle\n=====\n\nThe *dispatcher* and **bold** text, a * b.\n"""\n'
     docstring = "Title\n=====\n\nThe *dispatcher* and **bold** text, a * b."
-    assert editions.intro_and_title(script, "x.py") == extract_intro_and_title(
-        "x.py", docstring
-    )
+    assert translated_gallery.intro_and_title(
+        script, "x.py"
+    ) == extract_intro_and_title("x.py", docstring)
 
 
 def test_computation_times_are_translated_before_sphinx_records_the_title():
@@ -102,5 +102,5 @@ def test_computation_times_are_translated_before_sphinx_records_the_title():
             {(event, handler): priority}
         ),
     )
-    editions.setup(app)
-    assert connected["doctree-read", editions.translate_execution_times] < 500
+    translated_gallery.setup(app)
+    assert connected["doctree-read", translated_gallery.translate_execution_times] < 500
