@@ -124,8 +124,9 @@ prune-envs:
 
 # Cold, no-op and single-example build times, each example's run time and each
 # page's weight, measured in a scratch copy: _build/bench.json and a table.
+# WARM_CACHES_ONLY=1 skips the cold build with empty compiler caches.
 bench: venv
-	$(BIN)/python tools/bench_build.py --venv $(VENV)
+	$(BIN)/python tools/bench_build.py --venv $(VENV) $(if $(filter 1 yes true,$(WARM_CACHES_ONLY)),--warm-caches-only)
 
 # check_operator's seconds per operator on the field test's corpus (torchvision,
 # torch.nn, torch.onnx), with warm compiler caches, beside opcheck's:
