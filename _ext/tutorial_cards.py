@@ -104,9 +104,9 @@ class TutorialCards(SphinxDirective):
         return container.children
 
     def _card(self, card, step, stem, gallery_dir, env):
-        gallery = Path(gallery_dir).as_posix().strip("/")
-        label = f"sphx_glr_{gallery.replace('/', '_')}_{stem}.py"
-        thumb = f"{gallery}/images/thumb/sphx_glr_{stem}_thumb.png"
+        folder = Path(gallery_dir).as_posix().strip("/")
+        label = f"sphx_glr_{folder.replace('/', '_')}_{stem}.py"
+        thumb = f"{folder}/images/thumb/sphx_glr_{stem}_thumb.png"
         version = (
             _("PyTorch {version} or later").format(version=card["version"])
             if card["version"]

@@ -48,7 +48,7 @@ def force_run_of_unrecorded(app):
             continue  # Sphinx-Gallery runs it anyway
         if not re.search(gallery_conf["filename_pattern"], str(source)):
             continue
-        record, _ = run_record.check(source, folder)
+        record, _problem = run_record.check(source, folder)
         if record is None:
             logger.info("verified_stamp: re-running %s to record its run", source.name)
             md5_path.unlink()

@@ -71,14 +71,16 @@ def prose_regions(lines, source_text):
     return regions
 
 
-def _strip(line, prefix):
-    if not prefix:
+def _uncomment(line, in_comment):
+    """A prose line without its "# " when it is a comment line."""
+    if not in_comment:
         return line
     return line[2:] if line.startswith("# ") else line[1:]
 
 
-def _unstrip(line, prefix):
-    if not prefix:
+def _comment(line, in_comment):
+    """A prose line made a comment line again when it was one."""
+    if not in_comment:
         return line
     return f"# {line}" if line else "#"
 
@@ -191,11 +193,14 @@ def translate_script(source_text, translations):
     remaining = list(translations.items())
     replacements = []
     for first, last, prefix in prose_regions(lines, source_text):
-        region = "\n".join(_strip(line, prefix) for line in lines[first : last + 1])
-        translated, used = translate_text(region, remaining, escape=not prefix)
-        translated = translate_repeats(translated, translations, escape=not prefix)
+        in_comment = prefix == "#"  # a comment block, not the docstring
+        region = "\n".join(
+            _uncomment(line, in_comment) for line in lines[first : last + 1]
+        )
+        translated, used = translate_text(region, remaining, escape=not in_comment)
+        translated = translate_repeats(translated, translations, escape=not in_comment)
         remaining = [item for item in remaining if item[0] not in set(used)]
-        new_lines = [_unstrip(line, prefix) for line in translated.split("\n")]
+        new_lines = [_comment(line, in_comment) for line in translated.split("\n")]
         replacements.append((first, last, new_lines))
     # From the bottom up, so that the line numbers of earlier regions hold.
     for first, last, new_lines in reversed(replacements):
