@@ -100,8 +100,8 @@ $(AXE):
 # Inductor compiles in the process that asks (TORCHINDUCTOR_COMPILE_THREADS=1):
 # the workers keep every core busy already, and on the older releases each
 # process that compiles would otherwise start a pool of compile workers, a
-# fresh interpreter importing torch (about 7 s of CPU) that compiles nothing
-# when the caches are warm.
+# fresh interpreter importing torch that compiles nothing when the caches are
+# warm.
 TEST_WORKERS ?= auto
 test: lint workflows-lint $(AXE)
 	AXE_CORE=$(AXE) TORCHINDUCTOR_COMPILE_THREADS=1 \

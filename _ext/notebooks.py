@@ -65,8 +65,9 @@ PACKAGES = {
     "installer": "installer",
     "pytest": "pytest",
 }
-# Packages a page needs without importing them: compiling C++ extensions needs
-# ninja (load_inline) and setuptools (cpp_extension).
+# Packages a page needs without importing them: ninja for any page that
+# compiles C++ (cpp_extension or load_inline), setuptools for one that builds
+# with cpp_extension or a setup.py.
 NEEDED_BY = {
     "ninja": re.compile(r"\bcpp_extension\b|\bload_inline\b"),
     "setuptools": re.compile(r"\bcpp_extension\b|\bsetup\.py\b"),
