@@ -42,14 +42,17 @@ export GALLERY_PATTERN
 # The Chinese edition, built from the same tree right after the English one
 # without running anything: a no-plot build keeps the outputs of every page
 # whose source did not change since it last ran.
-TRANSLATIONS := zh_CN
+# The translated editions, as pagelib/layout.py defines them.
+TRANSLATIONS := $(shell $(PYTHON) -c 'from pagelib import layout; print(*layout.TRANSLATIONS)')
 TRANSLATED = $(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 \
 	-D language=$(1) . $(BUILDDIR)/html/$(1)
 # `make html` skips an edition when no file it is made from changed since its
 # last successful build (a no-op build then starts one Sphinx, not two): the
 # stamp is taken when the build starts, so an edit made while it ran counts.
-EDITION_INPUTS := advanced locale _ext pagelib _templates _static versions \
-	tutorials conf.py index.rst start_here.rst Makefile requirements.txt constraints.txt
+# Every top-level page, configuration and requirements file counts, so a new
+# top-level .rst does too.
+EDITION_INPUTS := advanced locale _ext pagelib _templates _static versions tutorials \
+	Makefile $(filter-out sg_execution_times.rst,$(wildcard *.rst *.py *.txt))
 TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	if [ -f $$stamp ] && [ -z "$$(find $(EDITION_INPUTS) -type f ! -name '*.pyc' ! -name '*.mo' \
 		-newer $$stamp -print -quit 2>/dev/null)" ]; then \
@@ -105,8 +108,8 @@ $(AXE):
 # Inductor compiles in the process that asks (TORCHINDUCTOR_COMPILE_THREADS=1):
 # the workers keep every core busy already, and on the older releases each
 # process that compiles would otherwise start a pool of compile workers, a
-# fresh interpreter importing torch (about 7 s of CPU) that compiles nothing
-# when the caches are warm.
+# fresh interpreter importing torch that compiles nothing when the caches are
+# warm.
 TEST_WORKERS ?= auto
 test: lint workflows-lint $(AXE)
 	AXE_CORE=$(AXE) TORCHINDUCTOR_COMPILE_THREADS=1 \
@@ -129,8 +132,9 @@ prune-envs:
 
 # Cold, no-op and single-example build times, each example's run time and each
 # page's weight, measured in a scratch copy: _build/bench.json and a table.
+# WARM_CACHES_ONLY=1 skips the cold build with empty compiler caches.
 bench: venv
-	$(BIN)/python tools/bench_build.py --venv $(VENV)
+	$(BIN)/python tools/bench_build.py --venv $(VENV) $(if $(filter 1 yes true,$(WARM_CACHES_ONLY)),--warm-caches-only)
 
 # check_operator's seconds per operator on the field test's corpus (torchvision,
 # torch.nn, torch.onnx), with warm compiler caches, beside opcheck's:

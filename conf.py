@@ -30,16 +30,23 @@ extensions = [
     "tutorial_cards",
     "verified_stamp",
     "offline_pages",
-    # Notebooks that read as well as the pages (see _ext/notebooks.py).
+    # Notebooks that read as well as the pages, written again after
+    # Sphinx-Gallery's (see _ext/notebooks.py).
     "notebooks",
     # Modules that pages publish for download (see _ext/page_modules.py).
     "page_modules",
     # The per-release table of PyTorch's sharp edges (see _ext/sharp_edges.py).
     "sharp_edges",
-    # The Chinese edition: links between editions, Chinese search, translated
-    # downloads (see _ext/editions.py).
+    # The Chinese edition (see _ext/editions.py): links between the editions
+    # and Chinese search; our strings' catalog and the site's name; what
+    # Sphinx-Gallery writes outside gettext's reach; translated downloads.
     "editions",
+    "site_catalog",
+    "translated_gallery",
     "translated_downloads",
+    # Sphinx's cache of this configuration as written here, so that a build
+    # with nothing to do reports no change (see _ext/config_as_read.py).
+    "config_as_read",
 ]
 
 # -- Editions -----------------------------------------------------------------
@@ -81,7 +88,9 @@ sphinx_gallery_conf = {
     # A failing example stops the build, naming the file and the traceback.
     "abort_on_example_error": True,
     "remove_config_comments": True,
-    # Start every example from the state a fresh interpreter would have.
+    # Before each example: Matplotlib's defaults back, torch.compile's caches
+    # cleared (not a fresh interpreter: see pagelib/hooks.py), and the run
+    # recorded.
     "reset_modules": (
         "matplotlib",
         "pagelib.hooks.reset_torch",
@@ -89,22 +98,18 @@ sphinx_gallery_conf = {
         # page's verified stamp.
         "pagelib.hooks.record_execution",
     ),
-    # _ext/notebooks.py writes every notebook again, with its own first cell.
+    # The gallery's "download all" zip files of scripts and notebooks.
     "download_all_examples": True,
     # Examples run in parallel worker processes, one per core unless
     # GALLERY_JOBS says otherwise; each page is independent of the others.
     # The number must not depend on what is left to run: this setting is part
     # of the configuration Sphinx hashes, and a build whose configuration
-    # differs from the last one's writes every page again (the first no-op
-    # build after a full one took 8.3 s instead of 2.4 s).
+    # differs from the last one's writes every page again.
     "parallel": int(os.environ.get("GALLERY_JOBS") or os.cpu_count() or 1),
     # Figures are losslessly recompressed for the web when optipng is there
     # (.ci/run installs it); without it the build still works.
     "compress_images": ("images", "thumbnails") if shutil.which("optipng") else (),
     "show_signature": False,
-    # Pages that teach with tables rather than figures get the site's own
-    # thumbnail instead of Sphinx-Gallery's generic one.
-    "default_thumb_file": str(HERE / "_static" / "default_thumb.png"),
 }
 
 # A page's section that is also a module to download: written beside the

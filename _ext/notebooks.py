@@ -27,22 +27,33 @@ import ast
 import hashlib
 import json
 import re
+import types
 from pathlib import Path
 
-import verified_stamp
+import sphinx_gallery
 from sphinx.locale import get_translation
 from sphinx.util import logging
 from sphinx_gallery import py_source_parser
 from sphinx_gallery.downloads import generate_zipfiles
 
-from pagelib import contract, gallery, pagelint, records, run_record, translation
-from pagelib import markdown as notebook_markdown
+from pagelib import (
+    contract,
+    gallery,
+    layout,
+    markdown,
+    pagelint,
+    records,
+    run_record,
+    translation,
+    wording,
+)
 
 logger = logging.getLogger(__name__)
-_ = get_translation("site")
+_ = get_translation(layout.SITE_CATALOG)
 
-# Packages a page needs without importing them: compiling C++ extensions needs
-# ninja (load_inline) and setuptools (cpp_extension).
+# Packages a page needs without importing them: ninja for any page that
+# compiles C++ (cpp_extension or load_inline), setuptools for one that builds
+# with cpp_extension or a setup.py.
 NEEDED_BY = {
     "ninja": re.compile(r"\bcpp_extension\b|\bload_inline\b"),
     "setuptools": re.compile(r"\bcpp_extension\b|\bsetup\.py\b"),
@@ -58,7 +69,7 @@ def packages_for(source_text):
         try:
             needed.add(pagelint.package_of(module))
         except LookupError as error:
-            raise notebook_markdown.UnsupportedMarkup(str(error)) from None
+            raise markdown.UnsupportedMarkup(str(error)) from None
     for package, pattern in NEEDED_BY.items():
         if pattern.search(source_text):
             needed.add(package)
@@ -109,7 +120,7 @@ def page_titles(app):
 def _read_page_titles(app):
 
     def translated(docname, title):
-        if not app.config.language or app.config.language == "en":
+        if not layout.is_translation(app.config.language):
             return title
         messages = translation.catalog(app.srcdir, app.config.language, docname)
         return messages.get(title, title)
@@ -142,11 +153,11 @@ def resolver(titles, baseurl):
     def resolve(role, target, text):
         key = target if role == "doc" else target.lower()
         if key not in titles:
-            raise notebook_markdown.UnsupportedMarkup(
+            raise markdown.UnsupportedMarkup(
                 f":{role}:`{target}` names no page of the site"
             )
         where, title = titles[key]
-        shown = notebook_markdown.MarkdownWriter.inline_text(text or title)
+        shown = markdown.MarkdownWriter.inline_text(text or title)
         if baseurl:
             address = where if "#" in where else f"{where}.html"
             return f"[{shown}]({baseurl.rstrip('/')}/{address})"
@@ -162,8 +173,8 @@ def verified_line(versions, record):
             _(
                 "This notebook's code ran to the end on PyTorch {releases} ({devices})."
             ).format(
-                releases=verified_stamp.join_list(versions.passed),
-                devices=verified_stamp.describe_devices(versions.devices),
+                releases=wording.join_list(versions.passed),
+                devices=wording.describe_devices(versions.devices),
             )
         )
     if record is not None:
@@ -172,7 +183,7 @@ def verified_line(versions, record):
                 "The outputs on the site came from PyTorch {torch} on {devices}, {day}."
             ).format(
                 torch=record["torch"],
-                devices=verified_stamp.join_devices(record["devices"]),
+                devices=wording.join_devices(record["devices"]),
                 day=record["ran_at"][:10],
             )
         )
@@ -183,24 +194,22 @@ def verified_line(versions, record):
     # after the bold: Markdown closes "**" only where it is not both preceded
     # by punctuation and followed by a letter, as in "**已验证：**本".
     label = str(_("Verified:"))
-    text = verified_stamp.join_sentences([label, *sentences])
+    text = wording.join_sentences([label, *sentences])
     word = label.rstrip(":：")
     return "> **" + word + "**" + text[len(word) :]
 
 
-def notebook_for(source, blocks, markdown_of, packages, verified, versions):
+def notebook_for(blocks, markdown_of, packages, verified, versions):
     """The notebook of one script as a dict (nbformat 4)."""
     cells = [_code(first_cell(packages))]
-    for index, (label, content, _) in enumerate(blocks):
+    for index, (label, content, _line) in enumerate(blocks):
         if label == "code":
             cells.append(_code(content))
             continue
-        markdown = markdown_of(content)
+        text = markdown_of(content)
         if index == 0:
-            markdown = _with_verified_floor(markdown, verified, versions)
-        cells.append(
-            {"cell_type": "markdown", "metadata": {}, "source": markdown.rstrip()}
-        )
+            text = _with_verified_floor(text, verified, versions)
+        cells.append({"cell_type": "markdown", "metadata": {}, "source": text.rstrip()})
     for index, cell in enumerate(cells):
         cell["id"] = f"cell-{index:03d}"
     return {
@@ -218,17 +227,17 @@ def notebook_for(source, blocks, markdown_of, packages, verified, versions):
     }
 
 
-def _with_verified_floor(markdown, verified, versions):
-    lines = markdown.splitlines()
+def _with_verified_floor(text, verified, versions):
+    lines = text.splitlines()
     if verified:
         title = next((i for i, line in enumerate(lines) if line.startswith("#")), -1)
         lines[title + 1 : title + 1] = ["", verified]
-    markdown = "\n".join(lines)
+    text = "\n".join(lines)
     if versions.trusted:
-        markdown = verified_stamp.stated_floor_pattern().sub(
-            lambda match: verified_stamp.measured_floor(versions), markdown, count=1
+        text = wording.stated_floor_pattern().sub(
+            lambda match: wording.measured_floor(versions), text, count=1
         )
-    return markdown
+    return text
 
 
 def _code(source):
@@ -245,7 +254,7 @@ def script_blocks(source):
     """The script's blocks as Sphinx-Gallery cuts them for its own notebook,
     without its configuration comments (the ignore blocks' flags among them)
     but with all of its code."""
-    _, blocks = py_source_parser.split_code_and_text_blocks(source)
+    _file_conf, blocks = py_source_parser.split_code_and_text_blocks(source)
     cleaned = []
     for label, content, line in blocks:
         if label == "code":
@@ -254,7 +263,7 @@ def script_blocks(source):
     return cleaned
 
 
-def build(app, source, folder, text_source=None, translations=None):
+def build(app, source, folder, text_source=None):
     """The notebook of the example ``source`` as a dict.
 
     Its cells come from ``text_source`` when given (the script with its prose
@@ -267,10 +276,9 @@ def build(app, source, folder, text_source=None, translations=None):
     resolve = resolver(page_titles(app), app.config.html_baseurl)
 
     def markdown_of(content):
-        return notebook_markdown.to_markdown(content, levels, resolve)
+        return markdown.to_markdown(content, levels, resolve)
 
     return notebook_for(
-        source,
         script_blocks(text_source or source),
         markdown_of,
         packages_for(text),
@@ -283,38 +291,47 @@ def dumps(notebook):
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
 
+def code_files():
+    """This module and every ``pagelib`` module it imports: the code a
+    notebook is made by (the records' and the last run's verdicts are in its
+    first cell, the markdown writer makes its prose)."""
+    imported = [
+        Path(module.__file__)
+        for module in globals().values()
+        if isinstance(module, types.ModuleType)
+        and module.__name__.startswith("pagelib.")
+    ]
+    return [Path(__file__), *sorted(imported)]
+
+
 def inputs_digest(app, source, folder, text_source=None):
     """A digest of everything a page's notebook is made from.
 
     The page and its records, its last run, the titles its links show (in the
-    build's language), our strings' catalog, and this code.
+    build's language), our strings' catalog, the code that makes it
+    (``code_files``) and Sphinx-Gallery's version (its parser cuts the cells).
     A notebook whose digest has not changed is not made again, which keeps a
     build with nothing to do fast.
     """
     srcdir = Path(app.srcdir)
     source = Path(source)
     files = [
-        Path(__file__),
-        Path(notebook_markdown.__file__),
-        Path(pagelint.__file__),  # the install line's packages
-        Path(verified_stamp.__file__),
+        *code_files(),
         source,
-        srcdir / records.RECORDS / f"{source.stem}.json",
-        srcdir / records.MATRIX,
+        srcdir / layout.RECORDS / f"{source.stem}.json",
+        srcdir / layout.MATRIX,
         run_record.path_for(source, folder),
         Path(folder) / f"{source.name}.md5",
-        Path(__file__).parent
-        / "locale"
-        / str(app.config.language)
-        / "LC_MESSAGES"
-        / "site.po",
+        layout.site_catalog_path(app.config.language),
     ]
     if text_source is not None:
         files.append(Path(text_source))
     # The titles the notebook's links show, in the build's language: another
     # page's edit changes this notebook only if it renames that page.
     titles = json.dumps(sorted(page_titles(app).items()), ensure_ascii=False)
-    digest = hashlib.sha256(f"{app.config.html_baseurl}\0{titles}\0".encode())
+    digest = hashlib.sha256(
+        f"{sphinx_gallery.__version__}\0{app.config.html_baseurl}\0{titles}\0".encode()
+    )
     for path in files:
         digest.update(str(path).encode() + b"\0")
         digest.update(path.read_bytes() if path.is_file() else b"-")
@@ -340,7 +357,7 @@ def write_if_outdated(path, make, inputs):
 
 
 def write_notebooks(app):
-    if app.config.language and app.config.language != "en":
+    if layout.is_translation(app.config.language):
         return  # a translated edition's notebooks: translated_downloads
     gallery_conf = app.config.sphinx_gallery_conf
     written_galleries = set()
@@ -352,7 +369,7 @@ def write_notebooks(app):
                 lambda source=source, folder=folder: build(app, source, folder),
                 inputs_digest(app, source, folder),
             )
-        except notebook_markdown.UnsupportedMarkup as error:
+        except markdown.UnsupportedMarkup as error:
             logger.warning(
                 "%s: the notebook cannot be written: %s",
                 source.name,
@@ -368,6 +385,6 @@ def write_notebooks(app):
 
 
 def setup(app):
-    # After Sphinx-Gallery generated the gallery (builder-inited, priority 500).
-    app.connect("builder-inited", write_notebooks, priority=600)
+    # After Sphinx-Gallery generated the gallery.
+    app.connect("builder-inited", write_notebooks, priority=layout.NOTEBOOKS_PRIORITY)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -21,25 +21,21 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx_gallery.utils import zip_files
 
-from pagelib import gallery, translation
+from pagelib import gallery, layout, translation
 
 logger = logging.getLogger(__name__)
 
 
 def folder_for(app):
-    return Path(app.srcdir) / f"tutorials_{app.config.language}"
+    return layout.translated_downloads(app.srcdir, app.config.language)
 
 
 # -- The downloads -------------------------------------------------------------
 
 
-def is_translation(app):
-    return bool(app.config.language) and app.config.language != "en"
-
-
 def make_downloads(app):
     """Write every example's translated script, notebook and the zip files."""
-    if not is_translation(app):
+    if not layout.is_translation(app.config.language):
         return
     language = app.config.language
     target = folder_for(app)
@@ -55,7 +51,7 @@ def make_downloads(app):
         key = hashlib.sha256(english.encode())
         for path in (
             Path(translation.__file__),
-            Path(app.srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po",
+            layout.catalog_path(app.srcdir, language, docname),
         ):
             key.update(path.read_bytes() if path.is_file() else b"-")
         stamp = script.with_name(script.name + ".inputs")
@@ -71,10 +67,8 @@ def make_downloads(app):
         try:
             notebooks.write_if_outdated(
                 notebook_file,
-                lambda source=source, folder=folder, script=script, t=translations: (
-                    notebooks.build(
-                        app, source, folder, text_source=script, translations=t
-                    )
+                lambda source=source, folder=folder, script=script: notebooks.build(
+                    app, source, folder, text_source=script
                 ),
                 notebooks.inputs_digest(app, source, folder, text_source=script),
             )
@@ -103,7 +97,7 @@ def _write(path, text):
 
 def point_downloads(app, doctree):
     """Make the page's download links fetch the translated files."""
-    if not is_translation(app):
+    if not layout.is_translation(app.config.language):
         return
     target = folder_for(app)
     relative = "/" + target.relative_to(app.srcdir).as_posix()
@@ -116,8 +110,10 @@ def point_downloads(app, doctree):
 
 
 def setup(app):
-    # After Sphinx-Gallery and notebooks.py (builder-inited, 500 and 600).
-    app.connect("builder-inited", make_downloads, priority=700)
+    # After Sphinx-Gallery and notebooks.py.
+    app.connect(
+        "builder-inited", make_downloads, priority=layout.TRANSLATED_DOWNLOADS_PRIORITY
+    )
     # Before Sphinx collects the files that downloads refer to (500).
     app.connect("doctree-read", point_downloads, priority=400)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -105,9 +105,9 @@ class TutorialCards(SphinxDirective):
         return container.children
 
     def _card(self, card, step, stem, gallery_dir, env):
-        gallery = Path(gallery_dir).as_posix().strip("/")
-        label = f"sphx_glr_{gallery.replace('/', '_')}_{stem}.py"
-        thumb = f"{gallery}/images/thumb/sphx_glr_{stem}_thumb.png"
+        folder = Path(gallery_dir).as_posix().strip("/")
+        label = f"sphx_glr_{folder.replace('/', '_')}_{stem}.py"
+        thumb = f"{folder}/images/thumb/sphx_glr_{stem}_thumb.png"
         version = (
             _("PyTorch {version} or later").format(version=card["version"])
             if card["version"]
@@ -164,4 +164,12 @@ def setup(app):
     app.connect("env-get-outdated", reread_card_documents)
     app.connect("env-purge-doc", purge)
     app.connect("env-merge-info", merge)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {
+        "version": "1.0",
+        # It keeps tutorial_cards_docs and tutorial_cards_pages on the build
+        # environment: a change to what they hold must raise this number, so
+        # that Sphinx drops a pickled environment with the old kind.
+        "env_version": 1,
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

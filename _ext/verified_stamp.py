@@ -24,12 +24,12 @@ from docutils import nodes
 from sphinx.locale import get_translation
 from sphinx.util import logging
 
-from pagelib import gallery, records, run_record
+from pagelib import gallery, layout, records, run_record, wording
 
 logger = logging.getLogger(__name__)
 # Our strings, translated for the other editions from the "site" catalog
 # (see editions.py).
-_ = get_translation("site")
+_ = get_translation(layout.SITE_CATALOG)
 
 
 def force_run_of_unrecorded(app):
@@ -48,7 +48,7 @@ def force_run_of_unrecorded(app):
             continue  # Sphinx-Gallery runs it anyway
         if not re.search(gallery_conf["filename_pattern"], str(source)):
             continue
-        record, _ = run_record.check(source, folder)
+        record, _problem = run_record.check(source, folder)
         if record is None:
             logger.info("verified_stamp: re-running %s to record its run", source.name)
             md5_path.unlink()
@@ -72,57 +72,6 @@ PROBLEMS = {
 }
 
 
-def join_list(items):
-    """['2.7', '2.8', '2.9'] -> '2.7, 2.8, 2.9' in English, '2.7、2.8、2.9' in
-    Chinese: the separator is a message of its own."""
-    items = list(items)
-    text = items[0] if items else ""
-    for item in items[1:]:
-        text = _("{first}, {second}").format(first=text, second=item)
-    return text
-
-
-def join_and(items):
-    """['CPU', 'CUDA'] -> 'CPU and CUDA'; three or more: 'A, B and C'."""
-    items = list(items)
-    if len(items) < 2:
-        return join_list(items)
-    return _("{first} and {second}").format(
-        first=join_list(items[:-1]), second=items[-1]
-    )
-
-
-# Full-width punctuation and CJK characters: no space is wanted next to them
-# (Chinese sets no space after "：" or "。", nor between two sentences).
-_NO_SPACE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
-
-
-def join_sentences(parts):
-    """Sentences (and a leading label) joined as the language writes them:
-    with a space in English, without one where either side is Chinese."""
-    text = ""
-    for part in parts:
-        if text and not (_NO_SPACE.match(text[-1]) or _NO_SPACE.match(part[:1])):
-            text += " "
-        text += part
-    return text
-
-
-def describe_devices(devices):
-    """['cpu', 'cuda'] -> 'CPU and CUDA' (the matrix's devices), translated."""
-    if not devices:
-        return _("no device recorded")
-    return join_and(device.upper() for device in devices)
-
-
-def join_devices(devices):
-    """['CPU', 'NVIDIA H100 (CUDA 13.2)'] -> 'CPU and NVIDIA H100 (CUDA 13.2)'."""
-    text = join_and(devices)
-    if len(devices) == 1:
-        text = _("{devices} (no CUDA device)").format(devices=text)
-    return text
-
-
 def stamp_sentences(record, versions):
     """The stamp's sentences in the page's language (for the page and the
     notebook)."""
@@ -130,8 +79,8 @@ def stamp_sentences(record, versions):
     if versions.trusted:
         sentences.append(
             _("this page ran to the end on PyTorch {releases} ({devices}).").format(
-                releases=join_list(versions.passed),
-                devices=describe_devices(versions.devices),
+                releases=wording.join_list(versions.passed),
+                devices=wording.describe_devices(versions.devices),
             )
         )
     ran_at = datetime.datetime.fromisoformat(record["ran_at"])
@@ -141,7 +90,7 @@ def stamp_sentences(record, versions):
             "{devices}, {time} UTC."
         ).format(
             torch=record["torch"],
-            devices=join_devices(record["devices"]),
+            devices=wording.join_devices(record["devices"]),
             time=f"{ran_at:%Y-%m-%d %H:%M}",
         )
     )
@@ -150,31 +99,11 @@ def stamp_sentences(record, versions):
 
 def _stamp(record, versions):
     label = str(_("Verified:"))
-    text = join_sentences([label, *stamp_sentences(record, versions)])
+    text = wording.join_sentences([label, *stamp_sentences(record, versions)])
     paragraph = nodes.paragraph()
     paragraph += nodes.strong(text=label)
     paragraph += nodes.Text(text[len(label) :])
     return paragraph
-
-
-def stated_floor_pattern():
-    """The Prerequisites bullet "PyTorch X.Y or later".
-
-    It matches the page's language and, for a page whose catalog has not
-    translated the bullet yet, the English source text.
-    """
-    wordings = {_("PyTorch {version} or later"), "PyTorch {version} or later"}
-    stated = "|".join(
-        re.escape(wording).replace(re.escape("{version}"), r"\d+\.\d+")
-        for wording in sorted(wordings)
-    )
-    return re.compile(f"(?:{stated})")
-
-
-def measured_floor(versions):
-    return _("PyTorch {version} or later (verified on {first} to {last})").format(
-        version=versions.floor, first=versions.passed[0], last=versions.passed[-1]
-    )
 
 
 def _rewrite_prerequisite(doctree, versions):
@@ -185,12 +114,12 @@ def _rewrite_prerequisite(doctree, versions):
     """
     if not versions.trusted:
         return True
-    stated = stated_floor_pattern()
+    stated = wording.stated_floor_pattern()
     for item in doctree.findall(nodes.list_item):
         for node in item.findall(nodes.Text):
             match = stated.match(node.astext())
             if match:
-                text = measured_floor(versions) + node.astext()[match.end() :]
+                text = wording.measured_floor(versions) + node.astext()[match.end() :]
                 node.parent.replace(node, nodes.Text(text))
                 return True
     return False
@@ -254,7 +183,9 @@ def add_stamp(app, doctree):
 
 def setup(app):
     # After Sphinx-Gallery has completed its configuration (priority 10) and
-    # before it generates the gallery (default priority, 500).
-    app.connect("builder-inited", force_run_of_unrecorded, priority=400)
+    # before it generates the gallery.
+    app.connect(
+        "builder-inited", force_run_of_unrecorded, priority=layout.FORCE_RUNS_PRIORITY
+    )
     app.connect("doctree-read", add_stamp)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

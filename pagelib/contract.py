@@ -151,47 +151,19 @@ def read_script(path):
     docstring = ast.get_docstring(tree, clean=True) or ""
     lines = docstring.splitlines()
     problems = []
-
-    # Title: the first line of text that is not an over- or underline.
-    text_lines = [
-        (i, line.strip())
-        for i, line in enumerate(lines)
-        if line.strip() and not UNDERLINE.match(line.strip())
-    ]
-    title = text_lines[0][1] if text_lines else ""
+    title, title_line = _title(lines)
     if not title:
         problems.append("its docstring has no title")
-
-    # Summary: the first sentence of the paragraph that follows the title.
-    summary = ""
-    if text_lines:
-        start = text_lines[0][0] + 1
-        while start < len(lines) and (
-            not lines[start].strip() or UNDERLINE.match(lines[start].strip())
-        ):
-            start += 1
-        paragraph = []
-        for line in lines[start:]:
-            if not line.strip():
-                break
-            paragraph.append(line.strip())
-        text = " ".join(paragraph)
-        if paragraph and not text.startswith(".."):
-            match = SENTENCE_END.search(text)
-            summary = text[: match.end()] if match else text
+    summary = _summary(lines, title_line)
     if not summary:
         problems.append("its docstring has no introductory paragraph under the title")
-
-    # Minimum version: the bullet of the Prerequisites card.
     version = None
     card = _prerequisites_card(lines)
     if card is None:
         problems.append("its docstring has no Prerequisites card")
     else:
-        match = STATED_FLOOR.search(card)
-        if match:
-            version = match.group(1)
-        else:
+        version = _stated_version(card)
+        if version is None:
             problems.append(
                 'its Prerequisites card has no "PyTorch X.Y or later" bullet'
             )
@@ -204,6 +176,42 @@ def read_script(path):
         "problems": problems,
         "line": _first_line_number(tree),
     }
+
+
+def _title(lines):
+    """(the docstring's title, its line index): the first line of text that is
+    not an over- or underline; ("", None) when there is none."""
+    for index, line in enumerate(lines):
+        if line.strip() and not UNDERLINE.match(line.strip()):
+            return line.strip(), index
+    return "", None
+
+
+def _summary(lines, title_line):
+    """The first sentence of the paragraph that follows the title, or ""."""
+    if title_line is None:
+        return ""
+    start = title_line + 1
+    while start < len(lines) and (
+        not lines[start].strip() or UNDERLINE.match(lines[start].strip())
+    ):
+        start += 1
+    paragraph = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        paragraph.append(line.strip())
+    text = " ".join(paragraph)
+    if not paragraph or text.startswith(".."):
+        return ""
+    match = SENTENCE_END.search(text)
+    return text[: match.end()] if match else text
+
+
+def _stated_version(card):
+    """The "X.Y" of the Prerequisites card's "PyTorch X.Y or later" bullet."""
+    match = STATED_FLOOR.search(card)
+    return match.group(1) if match else None
 
 
 def _prerequisites_card(lines):

@@ -18,32 +18,24 @@ so that ``-W`` fails: a page may not show a floor or a release it has not run
 on as it is now.
 """
 
+import datetime
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
-from pagelib import contract
-
-MATRIX = Path("versions") / "matrix.toml"
-RECORDS = Path("versions") / "records"
-
-
-def minor(version):
-    """'2.7.1+cu126' -> '2.7'."""
-    return ".".join(version.split("+")[0].split(".")[:2])
+from pagelib import contract, layout
+from pagelib.layout import MATRIX, RECORDS, minor  # noqa: F401 - this module's API
 
 
 def matrix_releases(srcdir):
     """The supported releases, oldest first."""
-    data = tomllib.loads((Path(srcdir) / MATRIX).read_text())
-    return [release["torch"] for release in data["releases"]]
+    return [release["torch"] for release in layout.load_matrix(srcdir)["releases"]]
 
 
 def releases_below(srcdir):
     """The releases below the supported ones, where every page must stop."""
-    data = tomllib.loads((Path(srcdir) / MATRIX).read_text())
-    return [release["torch"] for release in data.get("below", [])]
+    return [release["torch"] for release in layout.load_matrix(srcdir).get("below", [])]
 
 
 def _page_records(srcdir, source):
@@ -53,6 +45,80 @@ def _page_records(srcdir, source):
         return (json.loads(path.read_text()) if path.is_file() else {}), None
     except ValueError as error:
         return {}, f"{path.name} is not valid JSON ({error})"
+
+
+class Record(TypedDict, total=False):
+    """One run of one page on one release (``versions/records/<page>.json``
+    maps each release to one); ``tools/matrix.py`` writes them with
+    ``new_record``."""
+
+    code_digest: str  # contract.code_digest of the code that ran
+    result: str  # "pass", "below-floor" or "fail"
+    error: str | None  # the first line of what it raised, or why it did not run
+    seconds: float
+    torch: str  # the exact version that ran, e.g. "2.7.1+cu126"
+    devices: list | None  # what its devices line named, e.g. ["cpu", "cuda"]
+    ran_at: str  # ISO 8601, UTC, to the second
+    edges: dict  # {sharp edge: status}, for a page that tracks PyTorch behaviours
+
+
+def new_record(
+    code_digest,
+    result,
+    torch,
+    *,
+    error=None,
+    seconds=0.0,
+    devices=None,
+    ran_at=None,
+    edges=None,
+):
+    """A ``Record``, stamped now unless ``ran_at`` is given."""
+    record = Record(
+        code_digest=code_digest,
+        result=result,
+        error=error,
+        seconds=round(seconds, 1),
+        torch=torch,
+        devices=devices,
+        ran_at=ran_at
+        or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    )
+    if edges:
+        record["edges"] = edges
+    return record
+
+
+def standing(by_release, releases, digest):
+    """Which of ``releases`` have a current record of the code ``digest`` in
+    ``by_release`` ({release: record}): ``(current, missing, stale)``, the
+    first a {release: record}, the others lists of releases.
+
+    The one rule of staleness: the build (``read``), ``matrix.py stale`` and
+    ``matrix.py table`` all use it.
+    """
+    current, missing, stale = {}, [], []
+    for release in releases:
+        record = by_release.get(release)
+        if record is None:
+            missing.append(release)
+        elif record.get("code_digest") != digest:
+            stale.append(release)
+        else:
+            current[release] = record
+    return current, missing, stale
+
+
+def staleness_problems(missing, stale):
+    """What ``standing``'s missing and stale releases say, as problems."""
+    problems = []
+    if missing:
+        problems.append(f"no record for PyTorch {', '.join(missing)}")
+    if stale:
+        problems.append(
+            f"its code changed since the matrix ran it on PyTorch {', '.join(stale)}"
+        )
+    return problems
 
 
 @dataclass
@@ -70,91 +136,96 @@ class PageVersions:
 
 
 def read(srcdir, source):
-    """The ``PageVersions`` of the example script ``source``."""
+    """The ``PageVersions`` of the example script ``source``: its records are
+    current (``standing``), then its floor is measured (``measure_floor``) and
+    checked against what the page states (``stated_floor_problems``)."""
     srcdir, source = Path(srcdir), Path(source)
     result = PageVersions()
-    releases = matrix_releases(srcdir)
     below = releases_below(srcdir)
-    records, problem = _page_records(srcdir, source)
+    releases = matrix_releases(srcdir)
+    by_release, problem = _page_records(srcdir, source)
     if problem:
         result.problems.append(problem)
         return result
-    digest = contract.code_digest(source)
-    outcomes, missing, stale = [], [], []
-    for release in below + releases:
-        record = records.get(release)
-        if record is None:
-            missing.append(release)
-        elif record.get("code_digest") != digest:
-            stale.append(release)
-        else:
-            outcomes.append((release, record))
-    if missing:
-        result.problems.append(f"no record for PyTorch {', '.join(missing)}")
-    if stale:
-        result.problems.append(
-            f"its code changed since the matrix ran it on PyTorch {', '.join(stale)}"
-        )
+    current, missing, stale = standing(
+        by_release, below + releases, contract.code_digest(source)
+    )
+    result.problems = staleness_problems(missing, stale)
     if result.problems:
         result.problems[-1] += f"; run `make matrix PAGES={source.stem}`"
         return result
+    measure_floor(
+        result,
+        [(release, current[release]) for release in below],
+        [(release, current[release]) for release in releases],
+    )
+    if result.floor is not None:
+        result.problems += stated_floor_problems(
+            source.read_text(encoding="utf-8"), result.floor
+        )
+    return result
 
-    for release, record in outcomes[: len(below)]:
+
+def measure_floor(result, below_outcomes, outcomes):
+    """Fill ``result`` (a ``PageVersions``) from current records: the floor is
+    the oldest supported release the page passed on; below it, and on every
+    release under the supported ones (``below_outcomes``), the page must stop
+    with its one-line message, and from it on it must pass. Both are
+    [(release, record)], oldest first."""
+    for release, record in below_outcomes:
         if record["result"] != "below-floor":
             result.problems.append(
                 f"on PyTorch {release}, below the supported releases, it did not "
                 f"stop with its one-line message: {record.get('error') or 'it ran'}"
             )
-    outcomes = outcomes[len(below) :]
     passing = [release for release, record in outcomes if record["result"] == "pass"]
     if not passing:
         result.problems.append("it passed on no release of the matrix")
-        return result
+        return
     floor_release = passing[0]
     result.floor = minor(floor_release)
-    below = True
+    under_floor = True
     for release, record in outcomes:
         if release == floor_release:
-            below = False
-        if below and record["result"] != "below-floor":
+            under_floor = False
+        if under_floor and record["result"] != "below-floor":
             result.problems.append(
                 f"below its floor, on PyTorch {release}, it did not stop with its "
                 f"one-line message: {record.get('error')}"
             )
-        elif not below and record["result"] != "pass":
+        elif not under_floor and record["result"] != "pass":
             result.problems.append(
                 f"it fails on PyTorch {release}, above its floor {result.floor}: "
                 f"{record.get('error')}"
             )
-        if not below:
+        if not under_floor:
             for device in record.get("devices") or []:
                 if device not in result.devices:
                     result.devices.append(device)
     result.passed = [minor(release) for release in passing]
 
-    text = source.read_text(encoding="utf-8")
+
+def stated_floor_problems(text, floor):
+    """Where the page's text (its first cell's check, its Prerequisites card)
+    states another floor than the measured ``floor``."""
+    problems = []
     checked, named = contract.declared_floors(text)
     if checked is None:
-        result.problems.append(
+        problems.append(
             "its first cell has no floor check (see README.md, Adding a page)"
         )
-    elif (checked, named) != (result.floor, result.floor):
-        result.problems.append(
+    elif (checked, named) != (floor, floor):
+        problems.append(
             f"its first cell stops below PyTorch {checked} and names {named}, but "
-            f"its measured floor is {result.floor}"
+            f"its measured floor is {floor}"
         )
     stated = contract.stated_floors(text)
-    if stated != [result.floor]:
-        result.problems.append(
+    if stated != [floor]:
+        problems.append(
             f'its Prerequisites card says "PyTorch {", ".join(stated) or "?"} or '
-            f'later", but its measured floor is {result.floor}'
+            f'later", but its measured floor is {floor}'
         )
-    return result
-
-
-def describe_devices(devices):
-    """['cpu', 'cuda'] -> 'CPU and CUDA'."""
-    return " and ".join(device.upper() for device in devices) or "no device recorded"
+    return problems
 
 
 # A release's cell in the table of tracked PyTorch behaviours when the matrix

@@ -13,10 +13,11 @@ as wide as its new text. Strings in, strings out: no Sphinx here.
 import ast
 import re
 import unicodedata
-from pathlib import Path
 
 from babel.messages.pofile import read_po
 from sphinx.transforms.i18n import parse_noqa
+
+from pagelib import layout
 
 COMMENT_BLOCK_START = re.compile(r"^(#{20,}.*|# ?%%.*)$")
 ADORNMENT_LINE = re.compile(r"^([=\-~^\"'`#*+_.:<>])\1+\s*$")
@@ -25,7 +26,7 @@ WIDTH = 79
 
 def catalog(srcdir, language, docname):
     """{English message: translation} of one document's catalog."""
-    path = Path(srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po"
+    path = layout.catalog_path(srcdir, language, docname)
     if not path.is_file():
         return {}
     with path.open("rb") as handle:
@@ -70,14 +71,16 @@ def prose_regions(lines, source_text):
     return regions
 
 
-def _strip(line, prefix):
-    if not prefix:
+def _uncomment(line, in_comment):
+    """A prose line without its "# " when it is a comment line."""
+    if not in_comment:
         return line
     return line[2:] if line.startswith("# ") else line[1:]
 
 
-def _unstrip(line, prefix):
-    if not prefix:
+def _comment(line, in_comment):
+    """A prose line made a comment line again when it was one."""
+    if not in_comment:
         return line
     return f"# {line}" if line else "#"
 
@@ -190,11 +193,14 @@ def translate_script(source_text, translations):
     remaining = list(translations.items())
     replacements = []
     for first, last, prefix in prose_regions(lines, source_text):
-        region = "\n".join(_strip(line, prefix) for line in lines[first : last + 1])
-        translated, used = translate_text(region, remaining, escape=not prefix)
-        translated = translate_repeats(translated, translations, escape=not prefix)
+        in_comment = prefix == "#"  # a comment block, not the docstring
+        region = "\n".join(
+            _uncomment(line, in_comment) for line in lines[first : last + 1]
+        )
+        translated, used = translate_text(region, remaining, escape=not in_comment)
+        translated = translate_repeats(translated, translations, escape=not in_comment)
         remaining = [item for item in remaining if item[0] not in set(used)]
-        new_lines = [_unstrip(line, prefix) for line in translated.split("\n")]
+        new_lines = [_comment(line, in_comment) for line in translated.split("\n")]
         replacements.append((first, last, new_lines))
     # From the bottom up, so that the line numbers of earlier regions hold.
     for first, last, new_lines in reversed(replacements):

@@ -1,7 +1,7 @@
 """A page written by a test, and the version records that describe it.
 
 Both lanes use these: the unit tests (which must stay light, so nothing here
-imports more than the standard library and ``pagelib.contract``) and the
+imports more than the standard library and ``pagelib``'s light modules) and the
 scratch projects of the slow tests. A page follows README.md's template
 ("Adding a page"), so one change to the template is one change here.
 """
@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from pagelib import contract
+from pagelib import contract, records
 
 REPO = Path(__file__).resolve().parent.parent
 # The small matrix of the unit tests' projects (``matrix_project``): three
@@ -91,20 +91,19 @@ def example_source(title, body, summary="This page is an example made by a test.
 
 
 def record(torch, result="pass", *, code_digest, edges=None, **fields):
-    """One release's record, with the fields ``tools/matrix.py run`` writes
-    (``run_page``); ``fields`` overrides any of them."""
-    written = {
-        "code_digest": code_digest,
-        "result": result,
-        "error": None if result == "pass" else f"planted {result}",
-        "seconds": 1.0,
-        "torch": torch,
-        "devices": ["cpu"],
-        "ran_at": "2026-01-01T00:00:00+00:00",
-        **fields,
-    }
-    if edges is not None:
-        written["edges"] = edges
+    """One release's record, made by the writer ``tools/matrix.py run`` uses
+    (``records.new_record``), with fixed values; ``fields`` overrides any."""
+    written = records.new_record(
+        code_digest,
+        result,
+        torch,
+        error=None if result == "pass" else f"planted {result}",
+        seconds=1.0,
+        devices=["cpu"],
+        ran_at="2026-01-01T00:00:00+00:00",
+        edges=edges,
+    )
+    written.update(fields)
     return written
 
 
@@ -120,10 +119,10 @@ def write_page_records(project, name, results, **fields):
     """versions/records/<name>.json for ``advanced/<name>.py`` as it is now:
     ``results`` maps each release to its result (or to a dict of fields)."""
     digest = contract.code_digest(project / "advanced" / f"{name}.py")
-    records = {}
+    written = {}
     for torch, outcome in results.items():
         extra = outcome if isinstance(outcome, dict) else {"result": outcome}
-        records[torch] = record(torch, code_digest=digest, **{**fields, **extra})
+        written[torch] = record(torch, code_digest=digest, **{**fields, **extra})
     folder = project / "versions" / "records"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.json").write_text(json.dumps(records, indent=1) + "\n")
+    (folder / f"{name}.json").write_text(json.dumps(written, indent=1) + "\n")

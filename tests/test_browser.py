@@ -33,8 +33,7 @@ from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
 
-from pagelib import records as version_records
-from pagelib import translation
+from pagelib import layout, records, translation
 from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
 CHROMIUM_ARGS = [
@@ -58,7 +57,7 @@ PHONE = {"width": 390, "height": 844}
 MINIMUM_CONTRAST = 4.5
 MINIMUM_CONTRAST_LARGE = 3.0
 TUTORIALS = [f"{GALLERY_DIR}/{name}.html" for name in EXAMPLES]
-CHINESE = "zh_CN"
+(CHINESE,) = layout.TRANSLATIONS
 
 
 def missing(reason):
@@ -521,7 +520,7 @@ def test_every_tutorial_page_names_the_run_that_verified_it(survey):
         # What this build recorded when it ran the page, and what the version
         # matrix recorded: the stamp must show those, whatever is installed.
         record = json.loads((REPO / GALLERY_DIR / f"{name}.verified.json").read_text())
-        releases = version_records.read(REPO, REPO / "advanced" / f"{name}.py").passed
+        releases = records.read(REPO, REPO / "advanced" / f"{name}.py").passed
         stamp = survey.visits[page, "desktop", "light"].stamp
         if stamp is None:
             problems[page] = "no verified stamp"

@@ -13,10 +13,10 @@ import sys
 import nbformat
 import pytest
 
-from pagelib import translation
+from pagelib import layout, translation
 from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, downloads
 
-LANGUAGE = "zh_CN"
+(LANGUAGE,) = layout.TRANSLATIONS
 
 
 def test_catalogs_are_current_and_fully_translated():

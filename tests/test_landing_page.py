@@ -13,14 +13,10 @@ import pytest
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from pagelib import contract
-from pagelib import course as course_order
-from pagelib import records as version_records
+from pagelib import contract, course, records
 from tests.helpers import EXAMPLES, GALLERY_DIR, REPO
 
-COURSE_ORDER = sorted(
-    EXAMPLES, key=lambda name: course_order.CourseOrder("")(f"{name}.py")
-)
+COURSE_ORDER = sorted(EXAMPLES, key=lambda name: course.CourseOrder("")(f"{name}.py"))
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +53,12 @@ def test_card_shows_the_page_title_summary_and_measured_floor(cards, name):
     step = COURSE_ORDER.index(name)
     card = cards[step]
     source = REPO / "advanced" / f"{name}.py"
-    floor = version_records.read(REPO, source).floor
+    floor = records.read(REPO, source).floor
     assert floor, f"{name} has no measured floor"
     assert card["title"] == contract.read_script(source)["title"]
     # Sphinx sets the summary's quotes and apostrophes typographically.
     typeset = card["summary"].translate(SMART_QUOTES)
-    assert typeset == course_order.COURSE[f"{name}.py"]
+    assert typeset == course.COURSE[f"{name}.py"]
     assert card["footer"] == f"Part {step + 1} · PyTorch {floor} or later"
 
 

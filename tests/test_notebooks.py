@@ -13,8 +13,7 @@ import pytest
 from bs4 import BeautifulSoup
 from nbconvert import HTMLExporter
 
-from pagelib import contract, pagelint
-from pagelib import records as version_records
+from pagelib import contract, pagelint, records
 from tests.helpers import (
     EXAMPLES,
     REPO,
@@ -113,7 +112,7 @@ def test_first_cell_names_every_package_the_notebook_needs(site, name):
 def test_first_markdown_cell_says_where_the_page_was_verified(site, name):
     notebook = notebook_of(site, name)
     intro = next(c for c in notebook.cells if c.cell_type == "markdown").source
-    versions = version_records.read(REPO, REPO / "advanced" / f"{name}.py")
+    versions = records.read(REPO, REPO / "advanced" / f"{name}.py")
     assert versions.trusted, versions.problems
     assert f"ran to the end on PyTorch {', '.join(versions.passed)} (" in intro
     assert f"PyTorch {versions.floor} or later" in intro

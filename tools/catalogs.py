@@ -35,10 +35,8 @@ from babel.messages.pofile import read_po, write_po
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pagelib import translation  # noqa: E402
+from pagelib import layout, translation  # noqa: E402
 
-LANGUAGES = ["zh_CN"]
-SITE_CATALOG = "site"
 # Messages that must not be translated through the catalogs.
 DROPPED_DOCUMENTS = ("sg_execution_times", "tutorials/sg_execution_times")
 DROPPED_PREFIXES = ("**Total running time of the script:**",)
@@ -46,21 +44,11 @@ WIDTH = 79
 FIXED_DATE = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
 
-def project_files():
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
-    return [name for name in listed.split("\0") if name and (REPO / name).is_file()]
-
-
 def page_templates():
     """{docname: babel Catalog} of the pages' prose, from Sphinx's gettext builder."""
     with tempfile.TemporaryDirectory(prefix="catalogs-") as scratch:
         copy = Path(scratch) / "project"
-        for name in project_files():
+        for name in layout.project_files():
             target = copy / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, target)
@@ -89,21 +77,22 @@ def page_templates():
 
 
 def site_template():
-    """Our extensions' strings, as Babel extracts them from ``_ext``."""
+    """Our extensions' strings, as Babel extracts them from ``_ext`` and
+    ``pagelib`` (the wording the extensions share)."""
     catalog = Catalog(project="PyTorch Custom Operators", fuzzy=False)
-    for _filename, _lineno, message, comments, context in extract_from_dir(
-        str(REPO / "_ext"),
-        method_map=[("*.py", "python")],
-        keywords={"_": None},
-    ):
-        catalog.add(message, None, [], auto_comments=comments, context=context)
+    for folder in ("_ext", "pagelib"):
+        for _filename, _lineno, message, comments, context in extract_from_dir(
+            str(REPO / folder),
+            method_map=[("*.py", "python")],
+            keywords={"_": None},
+        ):
+            catalog.add(message, None, [], auto_comments=comments, context=context)
     return catalog
 
 
 def catalog_paths(language):
-    pages = REPO / "locale" / language / "LC_MESSAGES"
-    site = REPO / "_ext" / "locale" / language / "LC_MESSAGES" / f"{SITE_CATALOG}.po"
-    return pages, site
+    """(the folder of the pages' catalogs, the extensions' catalog)."""
+    return layout.catalogs(REPO, language), layout.site_catalog_path(language)
 
 
 def render(catalog):
@@ -136,12 +125,12 @@ def merged(template, existing_path, language):
 
 def expected_catalogs(language):
     """{path: text} of every catalog as it should be, and the stale files."""
-    pages, site = catalog_paths(language)
+    pages, site_po = catalog_paths(language)
     wanted = {}
     for docname, template in page_templates().items():
         path = pages / f"{docname}.po"
         wanted[path] = render(merged(template, path, language))
-    wanted[site] = render(merged(site_template(), site, language))
+    wanted[site_po] = render(merged(site_template(), site_po, language))
     stale = [p for p in pages.rglob("*.po") if p not in wanted]
     return wanted, stale
 
@@ -206,7 +195,7 @@ def main():
     parser.add_argument("command", choices=["update", "check"])
     parser.add_argument("--language", action="append")
     args = parser.parse_args()
-    for language in args.language or LANGUAGES:
+    for language in args.language or layout.TRANSLATIONS:
         if args.command == "update":
             update(language)
         else:

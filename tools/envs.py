@@ -25,7 +25,6 @@ with one line naming it: a supported Python, enough free disk, and, when the
 install fails, whether the package registry could be reached at all.
 
     python tools/envs.py site --venv DIR             the site's environment
-    python tools/envs.py matrix [RELEASE ...]        the version matrix's
     python tools/envs.py releases [--json] [RELEASE ...]
                                                      the matrix's releases, one
                                                      a line or as a JSON list
@@ -34,7 +33,6 @@ install fails, whether the package registry could be reached at all.
     python tools/envs.py tools --venv DIR --requirements FILE
                                                      a small environment of
                                                      tools (the workflow linters)
-    python tools/envs.py check-python                is this interpreter supported?
     python tools/envs.py prune --keep-venv DIR       delete environments this
                                                      checkout no longer uses
 """
@@ -54,6 +52,9 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from pagelib import layout  # noqa: E402 - the standard library only
+
 # The interpreters the site is tested with: the pinned packages (NumPy 2.4,
 # Sphinx 9) need 3.11 or newer, and 3.11, 3.12 and 3.13 build it.
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
@@ -64,7 +65,7 @@ SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
 UV_VERSION = os.environ.get("PYTORCH_SITE_UV_VERSION", "0.13.8")
 NEEDED_GIB = float(os.environ.get("PYTORCH_SITE_NEEDED_GIB", "6"))
 STAMP = ".complete.json"
-MATRIX_FILE = REPO / "versions" / "matrix.toml"
+MATRIX_FILE = REPO / layout.MATRIX
 
 
 def cache_home():
@@ -314,9 +315,7 @@ def page_requirements(overridden=()):
 
 
 def load_matrix():
-    import tomllib  # Python 3.11; imported late so older ones reach check_python
-
-    return tomllib.loads(MATRIX_FILE.read_text())
+    return layout.load_matrix(REPO)
 
 
 def releases():
@@ -351,19 +350,6 @@ def release_caches(version):
         "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
         "TORCH_EXTENSIONS_DIR": str(caches / "extensions"),
     }
-
-
-def matrix(selected):
-    chosen = [r for r in all_releases() if not selected or r["torch"] in selected]
-    unknown = set(selected) - {r["torch"] for r in all_releases()}
-    if unknown:
-        stop(f"not in {MATRIX_FILE.name}: {', '.join(sorted(unknown))}")
-    for release in chosen:
-        venv, requirements = matrix_venv(release)
-        ensure(
-            venv, requirements, requirements.split("\n"), f"torch {release['torch']}"
-        )
-        print(venv)
 
 
 def release_names(selected=()):
@@ -405,31 +391,24 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     site_parser = sub.add_parser("site")
     site_parser.add_argument("--venv", required=True, type=Path)
-    matrix_parser = sub.add_parser("matrix")
-    matrix_parser.add_argument("releases", nargs="*")
     releases_parser = sub.add_parser("releases")
     releases_parser.add_argument("--json", action="store_true")
     releases_parser.add_argument("releases", nargs="*")
     tools_parser = sub.add_parser("tools")
     tools_parser.add_argument("--venv", required=True, type=Path)
     tools_parser.add_argument("--requirements", required=True, type=Path)
-    sub.add_parser("check-python")
     prune_parser = sub.add_parser("prune")
     prune_parser.add_argument("--keep-venv", required=True, type=Path)
     args = parser.parse_args()
     if args.command == "site":
         site(args.venv)
-    elif args.command == "matrix":
-        matrix(args.releases)
     elif args.command == "releases":
         names = release_names(args.releases)
         print(json.dumps(names) if args.json else "\n".join(names))
     elif args.command == "tools":
         tools(args.venv, args.requirements)
-    elif args.command == "prune":
-        prune(args.keep_venv)
     else:
-        check_python()
+        prune(args.keep_venv)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ records that no longer match a page's source.
                                         combine shards' records (CI)
     python tools/matrix.py table        the matrix as a Markdown table
     python tools/matrix.py stale        list records that no longer match
-    python tools/matrix.py rekey        one-off: key records by code digest
 
 It runs with the site's environment (``make matrix``): the code digest uses
 Sphinx-Gallery's own parser. (``pagelib.contract`` is imported where it is
@@ -70,7 +69,6 @@ back a page really goes; it prints the table and writes no records.
 
 import argparse
 import concurrent.futures
-import datetime
 import json
 import os
 import re
@@ -85,6 +83,7 @@ import envs
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from pagelib.layout import minor, release_key  # noqa: E402 - the standard library only
 
 RECORDS = REPO / "versions" / "records"
 EXAMPLES = REPO / "advanced"
@@ -92,10 +91,6 @@ EXAMPLES = REPO / "advanced"
 
 def pages():
     return sorted(p.stem for p in EXAMPLES.glob("*.py"))
-
-
-def release_key(version):
-    return tuple(int(part) for part in version.split("+")[0].split(".")[:3])
 
 
 def load_records(folder=RECORDS):
@@ -139,7 +134,7 @@ def first_error_line(stderr):
     return lines[-1][:300] if lines else "no output"
 
 
-def classify(returncode, stdout, stderr, timed_out):
+def classify(returncode, stderr, timed_out):
     from pagelib import contract
 
     if timed_out:
@@ -152,15 +147,16 @@ def classify(returncode, stdout, stderr, timed_out):
     return "fail", first_error_line(stderr)
 
 
-def run_page(venv, release, page, timeout, probe, extra_env=None):
-    from pagelib import contract
+def run_page(venv, release, page, digest, timeout, probe, extra_env=None):
+    """The record of one run of ``page`` (whose code has the digest
+    ``digest``) under the release's environment ``venv``."""
+    from pagelib import contract, records
 
     source = EXAMPLES / f"{page}.py"
     text = source.read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix=f"matrix-{page}-") as folder:
         script = Path(folder) / source.name
         script.write_text(text, encoding="utf-8")
-        digest = contract.code_digest(script)  # of the code that runs
         if probe:
             script.write_text(contract.disable_floor_check(text), encoding="utf-8")
         env = {
@@ -193,21 +189,18 @@ def run_page(venv, release, page, timeout, probe, extra_env=None):
             stdout = (expired.stdout or b"").decode(errors="replace")
             stderr = (expired.stderr or b"").decode(errors="replace")
         seconds = time.perf_counter() - start
-    result, error = classify(returncode, stdout, stderr, timed_out)
+    result, error = classify(returncode, stderr, timed_out)
     torch_version, devices = contract.devices_in_output(stdout)
-    record = {
-        "code_digest": digest,
-        "result": result,
-        "error": error,
-        "seconds": round(seconds, 1),
-        "torch": torch_version or release["torch"],
-        "devices": devices,
-        "ran_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-    edges = contract.edges_in_output(stdout)
-    if edges:  # a page that tracks PyTorch behaviours (``records.edge_table``)
-        record["edges"] = edges
-    return record
+    return records.new_record(
+        digest,
+        result,
+        torch_version or release["torch"],
+        error=error,
+        seconds=seconds,
+        devices=devices,
+        # a page that tracks PyTorch behaviours (``records.edge_table``)
+        edges=contract.edges_in_output(stdout),
+    )
 
 
 def cuda_available(venv):
@@ -295,22 +288,42 @@ def require_cuda(record, cuda):
     return {**record, "result": "fail", "error": error}
 
 
-def not_run(release, page, error):
-    """The record of a page that was not run, with why."""
-    from pagelib import contract
+def not_run(release, digest, error):
+    """The record of a page (whose code has the digest ``digest``) that was
+    not run, with why."""
+    from pagelib import records
 
-    return {
-        "code_digest": contract.code_digest(EXAMPLES / f"{page}.py"),
-        "result": "fail",
-        "error": error,
-        "seconds": 0.0,
-        "torch": release["torch"],
-        "devices": None,
-        "ran_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
+    return records.new_record(digest, "fail", release["torch"], error=error)
 
 
 def run(args):
+    """``make matrix``: plan the runs, make the environments, check the GPU
+    lane's CUDA, run every (page, release) and print the table."""
+    releases, digests = plan_runs(args)
+    ready, missing = make_environments(releases)
+    toolkit_env, cuda = {}, {}
+    if args.require_cuda:
+        toolkit_env = find_toolkits(ready, missing)
+        cuda = probe_cuda(ready)
+    results = execute(args, ready, digests, toolkit_env, cuda)
+    print()
+    by_page = {p: {r: results[p, r] for (p2, r) in results if p2 == p} for p in digests}
+    print(table(by_page, digests=digests))
+    for release, why in missing.items():
+        print(f"torch {release}: not run: {why}")
+    failed = [key for key, record in results.items() if record["result"] == "fail"]
+    return 1 if missing else 0 if not args.strict or not failed else 1
+
+
+def plan_runs(args):
+    """(the releases to run, {page: its code digest}) that ``args`` name,
+    or exit naming what is unknown.
+
+    A record names its page's code digest: a page Sphinx-Gallery cannot split
+    into text and code is refused before any environment is made.
+    """
+    from pagelib import contract
+
     releases = envs.all_releases()
     if args.release:
         unknown = set(args.release) - {r["torch"] for r in releases}
@@ -321,18 +334,21 @@ def run(args):
     unknown = set(chosen) - set(pages())
     if unknown:
         sys.exit(f"no such page in advanced/: {', '.join(sorted(unknown))}")
-    # A record names its page's code digest: a page Sphinx-Gallery cannot
-    # split into text and code is refused before any environment is made.
-    from pagelib import contract
-
+    digests = {}
     for page in chosen:
         try:
-            contract.code_digest(EXAMPLES / f"{page}.py")
+            digests[page] = contract.code_digest(EXAMPLES / f"{page}.py")
         except Exception as error:  # Sphinx-Gallery's ExtensionError, a SyntaxError
             sys.exit(f"advanced/{page}.py: {error}")
+    return releases, digests
 
-    # Environments first, one at a time (they share uv's cache); a release
-    # that cannot be installed is reported and the others still run.
+
+def make_environments(releases):
+    """([(release, venv)] ready to run, {release: why not} of the others).
+
+    One at a time (they share uv's cache); a release that cannot be installed
+    is reported and the others still run.
+    """
     ready, missing = [], {}
     for release in releases:
         venv, requirements = envs.matrix_venv(release)
@@ -347,40 +363,52 @@ def run(args):
         except SystemExit as exit_:
             missing[release["torch"]] = str(exit_.code or "failed")
             print(f"matrix: torch {release['torch']} could not be installed")
+    return ready, missing
 
-    # The GPU lane: the pages that build CUDA kernels need the toolkit of the
-    # release's CUDA; a release without one runs no page and records nothing
-    # (its records would say the page fails, not that the runner lacks it).
+
+def find_toolkits(ready, missing):
+    """The GPU lane: {release: {"CUDA_HOME": toolkit}} for the pages that
+    build CUDA kernels. A release without the toolkit of its CUDA runs no page
+    and records nothing (its records would say the page fails, not that the
+    runner lacks it): it leaves ``ready`` for ``missing``."""
     toolkit_env = {}
-    if args.require_cuda:
-        for release, venv in list(ready):
-            cuda_version = torch_cuda_version(venv)
-            if cuda_version is None:
-                home, why = None, "its torch is built without CUDA"
-            else:
-                home, why = cuda_toolkit(cuda_version)
-            if home is None:
-                missing[release["torch"]] = f"--require-cuda: {why}"
-                ready.remove((release, venv))
-                print(f"matrix: torch {release['torch']}: {why}")
-            else:
-                toolkit_env[release["torch"]] = {"CUDA_HOME": str(home)}
-                print(f"matrix: torch {release['torch']} builds CUDA with {why}")
+    for release, venv in list(ready):
+        cuda_version = torch_cuda_version(venv)
+        if cuda_version is None:
+            home, why = None, "its torch is built without CUDA"
+        else:
+            home, why = cuda_toolkit(cuda_version)
+        if home is None:
+            missing[release["torch"]] = f"--require-cuda: {why}"
+            ready.remove((release, venv))
+            print(f"matrix: torch {release['torch']}: {why}")
+        else:
+            toolkit_env[release["torch"]] = {"CUDA_HOME": str(home)}
+            print(f"matrix: torch {release['torch']} builds CUDA with {why}")
+    return toolkit_env
 
-    # The GPU lane: a release whose torch sees no GPU runs no page; each is
-    # recorded as failed, with why.
+
+def probe_cuda(ready):
+    """The GPU lane: {release: whether its torch sees a CUDA device}. A
+    release whose torch sees none runs no page; each is recorded as failed."""
     cuda = {}
-    if args.require_cuda:
-        for release, venv in ready:
-            cuda[release["torch"]] = cuda_available(venv)
-            if not cuda[release["torch"]]:
-                print(f"matrix: torch {release['torch']} sees no CUDA device")
+    for release, venv in ready:
+        cuda[release["torch"]] = cuda_available(venv)
+        if not cuda[release["torch"]]:
+            print(f"matrix: torch {release['torch']} sees no CUDA device")
+    return cuda
 
+
+def execute(args, ready, digests, toolkit_env, cuda):
+    """Run every page of ``digests`` on every release of ``ready``,
+    ``args.jobs`` at a time; print and save each record as it comes.
+    Returns {(page, release): record}."""
     lock = threading.Lock()
     results = {}
-    jobs = [(release, venv, page) for release, venv in ready for page in chosen]
+    jobs = [(release, venv, page) for release, venv in ready for page in digests]
+    cpu_only = envs.load_matrix()["pages"].get("cpu_only", [])
     print(
-        f"matrix: {len(jobs)} runs ({len(chosen)} pages x {len(ready)} releases), "
+        f"matrix: {len(jobs)} runs ({len(digests)} pages x {len(ready)} releases), "
         f"{args.jobs} at a time",
         flush=True,
     )
@@ -389,19 +417,18 @@ def run(args):
         release, venv, page = job
         if args.require_cuda and not cuda[release["torch"]]:
             # No page may pass on a GPU lane without a GPU, CPU-only or not.
-            record = not_run(release, page, "--require-cuda: no CUDA device")
+            record = not_run(release, digests[page], "--require-cuda: no CUDA device")
         else:
             record = run_page(
                 venv,
                 release,
                 page,
+                digests[page],
                 args.timeout,
                 args.probe,
                 toolkit_env.get(release["torch"]),
             )
-        if args.require_cuda and page not in envs.load_matrix()["pages"].get(
-            "cpu_only", []
-        ):
+        if args.require_cuda and page not in cpu_only:
             record = require_cuda(record, cuda[release["torch"]])
         with lock:
             results[page, release["torch"]] = record
@@ -419,15 +446,7 @@ def run(args):
 
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(work, jobs))
-
-    print()
-    print(
-        table({p: {r: results[p, r] for (p2, r) in results if p2 == p} for p in chosen})
-    )
-    for release, why in missing.items():
-        print(f"torch {release}: not run: {why}")
-    failed = [key for key, record in results.items() if record["result"] == "fail"]
-    return 1 if missing else 0 if not args.strict or not failed else 1
+    return results
 
 
 # -- Shards ----------------------------------------------------------------------
@@ -710,32 +729,32 @@ def plan(args):
     return 0
 
 
-def table(records, releases=None):
-    from pagelib import contract
+def table(by_page, releases=None, digests=None):
+    """The records {page: {release: record}} as a Markdown table, each page's
+    floor measured on its current records (``records.standing``); ``digests``
+    gives pages' code digests already computed."""
+    from pagelib import contract, records
 
     releases = releases or [r["torch"] for r in envs.all_releases()]
+    digests = digests or {}
     marks = {"pass": "✓", "fail": "✗", "below-floor": "–"}
     head = "| page | floor | " + " | ".join(releases) + " |"
     rows = [head, "| --- | --- | " + " | ".join("---" for _ in releases) + " |"]
-    for page, by_release in sorted(records.items()):
-        current = (EXAMPLES / f"{page}.py").is_file() and contract.code_digest(
-            EXAMPLES / f"{page}.py"
+    for page, by_release in sorted(by_page.items()):
+        source = EXAMPLES / f"{page}.py"
+        digest = digests.get(page) or (
+            source.is_file() and contract.code_digest(source)
         )
-        cells = []
-        for release in releases:
-            record = by_release.get(release)
-            if record is None:
-                cells.append("·")
-            else:
-                stale = "*" if record.get("code_digest") != current else ""
-                cells.append(marks[record["result"]] + stale)
-        passing = [
-            r
-            for r in releases
-            if by_release.get(r, {}).get("result") == "pass"
-            and by_release[r].get("code_digest") == current
+        current, missing, _stale = records.standing(by_release, releases, digest)
+        cells = [
+            "·"
+            if release in missing
+            else marks[by_release[release]["result"]]
+            + ("" if release in current else "*")
+            for release in releases
         ]
-        floor = ".".join(passing[0].split(".")[:2]) if passing else "none"
+        passing = [r for r in releases if current.get(r, {}).get("result") == "pass"]
+        floor = minor(passing[0]) if passing else "none"
         rows.append(f"| {page} | {floor} | " + " | ".join(cells) + " |")
     legend = (
         "\n✓ passes, ✗ fails, – stops below its floor with a one-line message, "
@@ -745,47 +764,24 @@ def table(records, releases=None):
 
 
 def stale(args):
-    from pagelib import contract
+    """Every page's missing and stale records, as the build names them."""
+    from pagelib import contract, records
 
-    records = load_records()
+    by_page = load_records()
+    releases = [release["torch"] for release in envs.all_releases()]
     problems = []
     for page in pages():
-        digest = contract.code_digest(EXAMPLES / f"{page}.py")
-        for release in envs.all_releases():
-            record = records.get(page, {}).get(release["torch"])
-            if record is None:
-                problems.append(f"{page}: no record for torch {release['torch']}")
-            elif record.get("code_digest") != digest:
-                problems.append(f"{page}: record for torch {release['torch']} is stale")
+        _current, missing, stale_releases = records.standing(
+            by_page.get(page, {}),
+            releases,
+            contract.code_digest(EXAMPLES / f"{page}.py"),
+        )
+        problems += [
+            f"{page}: {problem}"
+            for problem in records.staleness_problems(missing, stale_releases)
+        ]
     print("\n".join(problems) or "every record is current")
     return 1 if problems else 0
-
-
-def rekey(args):
-    """Key the records of whole-file MD5s by code digest, once.
-
-    A record still naming the MD5 of the page's current source recorded a run
-    of exactly this code, so it gets the code's digest; a record of another
-    version of the page stays as it is, stale, until ``make matrix`` re-runs it.
-    """
-    import hashlib
-
-    from pagelib import contract
-
-    changed = 0
-    for page, by_release in load_records().items():
-        source = EXAMPLES / f"{page}.py"
-        if not source.is_file():
-            continue
-        md5 = hashlib.md5(source.read_text(encoding="utf-8").encode()).hexdigest()
-        digest = contract.code_digest(source)
-        for release, record in by_release.items():
-            if record.get("source_md5") == md5:
-                del record["source_md5"]
-                save_record(page, release, {"code_digest": digest, **record})
-                changed += 1
-    print(f"re-keyed {changed} current records")
-    return 0
 
 
 def main():
@@ -824,7 +820,6 @@ def main():
     plan_parser.add_argument("--gpu-runner", default="")
     sub.add_parser("table")
     sub.add_parser("stale")
-    sub.add_parser("rekey")
     args = parser.parse_args()
     if args.command == "run":
         sys.exit(run(args))
@@ -834,8 +829,6 @@ def main():
         sys.exit(plan(args))
     if args.command == "table":
         print(table(load_records()))
-    elif args.command == "rekey":
-        sys.exit(rekey(args))
     else:
         sys.exit(stale(args))
 

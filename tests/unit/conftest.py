@@ -8,7 +8,6 @@ takes seconds.
 
 import gettext
 import io
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +17,7 @@ from babel.messages.pofile import read_po
 from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
+from pagelib import layout
 from tests.pages import SMALL_BELOW, SMALL_RELEASES, matrix_toml
 
 
@@ -25,17 +25,14 @@ from tests.pages import SMALL_BELOW, SMALL_RELEASES, matrix_toml
 def chinese(monkeypatch):
     """A Chinese build's app, with site.po as our extensions' catalog: every
     ``_()`` of the extensions answers in Chinese while the test runs."""
-    import editions
-
-    site_po = Path(editions.__file__).parent / "locale/zh_CN/LC_MESSAGES/site.po"
-    with site_po.open("rb") as handle:
+    with layout.site_catalog_path("zh_CN").open("rb") as handle:
         catalog = read_po(handle)
     compiled = io.BytesIO()
     write_mo(compiled, catalog)
     compiled.seek(0)
     monkeypatch.setitem(
         sphinx.locale.translators,
-        ("general", editions.CATALOG),
+        ("general", layout.SITE_CATALOG),
         gettext.GNUTranslations(compiled),
     )
     return SimpleNamespace(config=SimpleNamespace(language="zh_CN"))

@@ -1,10 +1,12 @@
-"""The Chinese edition's rewrites of Sphinx-Gallery's own text (_ext/editions.py),
+"""The Chinese edition's rewrites of Sphinx-Gallery's own text
+(_ext/translated_gallery.py) and the links between editions (_ext/editions.py),
 with the strings of the site catalog as the build has them."""
 
 from types import SimpleNamespace
 
 import editions
 import pytest
+import translated_gallery
 from docutils import nodes
 
 
@@ -20,7 +22,7 @@ def running_time_paragraph():
 
 def test_the_running_time_reads_as_chinese_with_no_gap_after_the_label(chinese):
     page = running_time_paragraph()
-    editions.translate_running_time(chinese, page)
+    translated_gallery.translate_running_time(chinese, page)
     (paragraph,) = page.children
     assert paragraph["classes"] == ["sphx-glr-timing"]
     assert paragraph[0].astext() == "脚本总运行时间："  # the bold label
@@ -30,7 +32,7 @@ def test_the_running_time_reads_as_chinese_with_no_gap_after_the_label(chinese):
 def test_an_english_page_keeps_its_running_time():
     page = running_time_paragraph()
     english = SimpleNamespace(config=SimpleNamespace(language="en"))
-    editions.translate_running_time(english, page)
+    translated_gallery.translate_running_time(english, page)
     assert (
         page.astext() == "Total running time of the script: (0 minutes 2.392 seconds)"
     )
@@ -48,7 +50,7 @@ SCRIPT = '''"""
 
 
 def test_a_chinese_thumbnail_keeps_no_gap_where_emphasis_was():
-    summary, title = editions.intro_and_title(SCRIPT, "internals.py")
+    summary, title = translated_gallery.intro_and_title(SCRIPT, "internals.py")
     assert title == "深入 custom_op 内部"  # Latin words keep their spaces
     assert summary == (
         "它会在 PyTorch 的算子注册表，即分发器（dispatcher）中留下条目；"
@@ -61,9 +63,9 @@ def test_an_english_thumbnail_is_as_sphinx_gallery_writes_it():
 
     script = '"""\nTitle\n=====\n\nThe *dispatcher* and **bold** text, a * b.\n"""\n'
     docstring = "Title\n=====\n\nThe *dispatcher* and **bold** text, a * b."
-    assert editions.intro_and_title(script, "x.py") == extract_intro_and_title(
-        "x.py", docstring
-    )
+    assert translated_gallery.intro_and_title(
+        script, "x.py"
+    ) == extract_intro_and_title("x.py", docstring)
 
 
 def test_computation_times_are_translated_before_sphinx_records_the_title():
@@ -76,8 +78,8 @@ def test_computation_times_are_translated_before_sphinx_records_the_title():
             {(event, handler): priority}
         ),
     )
-    editions.setup(app)
-    assert connected["doctree-read", editions.translate_execution_times] < 500
+    translated_gallery.setup(app)
+    assert connected["doctree-read", translated_gallery.translate_execution_times] < 500
 
 
 @pytest.mark.parametrize(
@@ -95,7 +97,7 @@ def test_computation_times_are_translated_before_sphinx_records_the_title():
     ],
 )
 def test_leftover_markup_is_removed_from_a_chinese_intro(text, shown):
-    assert editions._leftover_markup(text) == shown
+    assert translated_gallery._leftover_markup(text) == shown
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """The layout the architecture asks for: Sphinx extensions in _ext/, helpers in
-pagelib/, no import cycle, and no module reaching into another's private names."""
+pagelib/, tools in tools/, no import cycle, no extension importing another, and
+no module reaching into another's private names."""
 
 import ast
 from pathlib import Path
@@ -7,10 +8,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+EXTENSIONS = {p.stem: p for p in (REPO / "_ext").glob("*.py")}
 MODULES = {
-    **{p.stem: p for p in (REPO / "_ext").glob("*.py")},
+    **EXTENSIONS,
     **{f"pagelib.{p.stem}": p for p in (REPO / "pagelib").glob("*.py")},
+    # The tools import each other by their bare names (tools/ is their path).
+    **{p.stem: p for p in (REPO / "tools").glob("*.py")},
 }
+# The one extension that uses another: the translated edition's notebooks are
+# made by notebooks.build, whose package table (notebooks.PACKAGES) is the
+# place a page's new import is added.
+EXTENSION_USES = {("translated_downloads", "notebooks")}
 
 
 def project_imports(path):
@@ -60,6 +68,24 @@ def test_helpers_import_no_sphinx_extension():
     for name, imports in GRAPH.items():
         if name.startswith("pagelib."):
             assert all(m.startswith("pagelib.") for m in imports), (name, imports)
+
+
+def test_no_extension_imports_another_extension():
+    uses = {
+        (name, imported)
+        for name in EXTENSIONS
+        for imported in GRAPH[name]
+        if imported in EXTENSIONS
+    }
+    assert uses == EXTENSION_USES, (
+        "an extension imports another; move what they share into pagelib/"
+    )
+
+
+def test_tools_import_no_sphinx_extension():
+    for name, path in MODULES.items():
+        if path.parent.name == "tools":
+            assert not set(GRAPH[name]) & set(EXTENSIONS), (name, GRAPH[name])
 
 
 def test_extensions_and_helpers_import_no_cycle():

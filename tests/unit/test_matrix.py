@@ -434,4 +434,4 @@ def test_without_an_exception_the_last_line_or_no_output():
 def test_a_run_is_classified_by_its_exit_and_stderr(
     returncode, stderr, timed_out, verdict
 ):
-    assert matrix.classify(returncode, "", stderr, timed_out) == verdict
+    assert matrix.classify(returncode, stderr, timed_out) == verdict

@@ -9,12 +9,11 @@ import re
 import pytest
 from sphinx_gallery import py_source_parser
 
-from pagelib import pagelint
-from pagelib import records as version_records
+from pagelib import pagelint, records
 from tests.pages import REPO, pinned_torch
 
 EXAMPLES = sorted(p.stem for p in (REPO / "advanced").glob("*.py"))
-RELEASES = version_records.matrix_releases(REPO)
+RELEASES = records.matrix_releases(REPO)
 
 
 @pytest.fixture(scope="module")
@@ -55,5 +54,5 @@ def test_no_section_is_stuck_in_a_code_cell(name):
 
 def test_matrix_ends_with_the_pinned_release():
     assert RELEASES[-1] == pinned_torch()
-    keys = [version_records.minor(r) for r in RELEASES]
+    keys = [records.minor(r) for r in RELEASES]
     assert keys == sorted(set(keys), key=lambda v: tuple(map(int, v.split("."))))
