@@ -21,6 +21,7 @@ import re
 
 from docutils import frontend, nodes, utils
 from docutils.parsers.rst import Directive, Parser, directives, roles
+from docutils.parsers.rst.directives.admonitions import BaseAdmonition
 from docutils.parsers.rst.directives.body import CodeBlock
 
 # Headings as Sphinx-Gallery finds them: optional overline, text, underline.
@@ -61,7 +62,17 @@ def _crossref_role(name, rawtext, text, lineno, inliner, options=None, content=(
 
 
 def _code_role(name, rawtext, text, lineno, inliner, options=None, content=()):
-    return [nodes.literal(rawtext, utils.unescape(text))], []
+    """An API name as Sphinx shows it: ``title <target>`` shows the title,
+    ``~a.b.c`` shows ``c``, and ``!`` (no link) is not shown."""
+    text = utils.unescape(text)
+    match = re.match(r"^(.*?)\s*<([^<>]+)>$", text, re.S)
+    if match and match.group(1):
+        shown = match.group(1)
+    else:
+        shown = text.lstrip("!")
+        if shown.startswith("~"):
+            shown = shown[1:].rsplit(".", 1)[-1]
+    return [nodes.literal(rawtext, shown)], []
 
 
 def _download_role(name, rawtext, text, lineno, inliner, options=None, content=()):
@@ -125,6 +136,14 @@ class DroppedDirective(Directive):
         return []
 
 
+class seealso(nodes.Admonition, nodes.Element):  # noqa: N801
+    """Sphinx's ``seealso`` admonition, which docutils does not know."""
+
+
+class SeeAlso(BaseAdmonition):
+    node_class = seealso
+
+
 class PythonCodeBlock(CodeBlock):
     """``code-block`` as Sphinx spells it: the language is optional."""
 
@@ -144,6 +163,7 @@ def _register():
     directives.register_directive("grid-item-card", CardDirective)
     directives.register_directive("code-block", PythonCodeBlock)
     directives.register_directive("sharp-edges-table", DroppedDirective)
+    directives.register_directive("seealso", SeeAlso)
 
 
 def _parse(text):
@@ -212,6 +232,13 @@ class MarkdownWriter:
     def block_comment(self, node):
         return ""
 
+    def block_system_message(self, node):
+        # docutils notes (level 1, such as "list start value not ordinal-1")
+        # are not content; anything graver stops the parse (halt_level).
+        if node["level"] > 1:
+            raise UnsupportedMarkup(f"reST the parser warned about: {node.astext()!r}")
+        return ""
+
     block_target = block_substitution_definition = block_comment
 
     def block_bullet_list(self, node):
@@ -254,26 +281,32 @@ class MarkdownWriter:
         text = "\n\n".join(self.block(child) for child in body)
         return self._quote(f"**{heading}**\n\n{text}")
 
-    def _named_admonition(self, name):
-        def write(node):
-            return self._quote(f"**{name}**\n\n{self.blocks(node)}")
+    def _named(self, name, node):
+        return self._quote(f"**{name}**\n\n{self.blocks(node)}")
 
-        return write
+    def block_note(self, node):
+        return self._named("Note", node)
 
-    def __getattr__(self, name):
-        named = {
-            "block_note": "Note",
-            "block_warning": "Warning",
-            "block_tip": "Tip",
-            "block_important": "Important",
-            "block_hint": "Hint",
-            "block_caution": "Caution",
-            "block_attention": "Attention",
-            "block_seealso": "See also",
-        }
-        if name in named:
-            return self._named_admonition(named[name])
-        raise AttributeError(name)
+    def block_warning(self, node):
+        return self._named("Warning", node)
+
+    def block_tip(self, node):
+        return self._named("Tip", node)
+
+    def block_important(self, node):
+        return self._named("Important", node)
+
+    def block_hint(self, node):
+        return self._named("Hint", node)
+
+    def block_caution(self, node):
+        return self._named("Caution", node)
+
+    def block_attention(self, node):
+        return self._named("Attention", node)
+
+    def block_seealso(self, node):
+        return self._named("See also", node)
 
     def block_rubric(self, node):
         return f"**{self.inline(node)}**"
@@ -351,7 +384,8 @@ class MarkdownWriter:
         return f"[{text}]({uri})" if uri else text
 
     def inline_target(self, node):
-        return ""
+        # An inline target (_`a phrase`) shows its phrase; a bare one nothing.
+        return self.inline(node)
 
     def inline_math(self, node):
         return f"${node.astext()}$"

@@ -157,6 +157,13 @@ def test_named_admonitions_are_quotes_headed_by_their_kind():
             ":func:`torch.compile`, :py:class:`torch.Tensor`\n",
             "`torch.compile`, `torch.Tensor`\n",
         ),
+        (
+            ":class:`~torch.Tensor`, :func:`!torch.sin`, :func:`sin <torch.sin>`\n",
+            "`Tensor`, `torch.sin`, `sin`\n",
+        ),
+        ("3. three\n4. four\n", "3. three\n4. four\n"),
+        ("An _`inline target` here.\n", "An inline target here.\n"),
+        (".. seealso::\n\n   Elsewhere.\n", "> **See also**\n>\n> Elsewhere.\n"),
     ],
     ids=[
         "inline math",
@@ -170,6 +177,10 @@ def test_named_admonitions_are_quotes_headed_by_their_kind():
         "block quote",
         "internal link",
         "code roles",
+        "code roles as Sphinx shows them",
+        "a list starting at 3",
+        "inline target",
+        "see also",
     ],
 )
 def test_other_constructs(text, written):
