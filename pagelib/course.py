@@ -30,11 +30,18 @@ def read(root):
 
 
 def add_page(root, filename, summary):
-    """Place ``filename`` last in the course of the project in ``root``."""
+    """Place ``filename`` last in the course of the project in ``root``, with
+    ``summary``; a page the course already lists moves there."""
+    path = Path(root) / COURSE_FILE
+    stem = Path(filename).stem
+    kept = [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+        if line.split("=", 1)[0].strip() != stem
+    ]
     # A JSON string is a TOML basic string.
-    line = f"{Path(filename).stem} = {json.dumps(summary, ensure_ascii=False)}\n"
-    with open(Path(root) / COURSE_FILE, "a", encoding="utf-8") as course:
-        course.write(line)
+    kept.append(f"{stem} = {json.dumps(summary, ensure_ascii=False)}\n")
+    path.write_text("".join(kept), encoding="utf-8")
 
 
 COURSE = read(Path(__file__).resolve().parent.parent)
