@@ -40,6 +40,9 @@ extensions = [
     # downloads (see _ext/editions.py).
     "editions",
     "translated_downloads",
+    # The torch API the pages use, documented from the installed torch and
+    # linked from the pages' code (see _ext/api_reference.py).
+    "api_reference",
 ]
 
 # -- Editions -----------------------------------------------------------------
@@ -105,6 +108,10 @@ sphinx_gallery_conf = {
     # Pages that teach with tables rather than figures get the site's own
     # thumbnail instead of Sphinx-Gallery's generic one.
     "default_thumb_file": str(HERE / "_static" / "default_thumb.png"),
+    # The names of torch the pages' code uses: linked to the site's API
+    # reference (_ext/api_reference.py), which lists the pages using each.
+    "doc_module": ("torch",),
+    "backreferences_dir": "api/backreferences",
 }
 
 # A page's section that is also a module to download: written beside the
