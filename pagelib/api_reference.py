@@ -13,6 +13,8 @@ entry, and one that stops removes it.
 import json
 from pathlib import Path
 
+from pagelib.course import COURSE
+
 # The public torch namespaces the course teaches. A name under one of them
 # gets an entry in the API reference and a link wherever a page's code uses it.
 NAMESPACES = (
@@ -50,14 +52,22 @@ def names_in_codeobj(codeobj):
     return found
 
 
+def course_rank(docname):
+    """Where a page stands in the course (``pagelib.course.COURSE``); pages
+    not placed yet come last, by name."""
+    stem = docname.rsplit("/", 1)[-1] + ".py"
+    order = list(COURSE)
+    return (order.index(stem) if stem in order else len(order), stem)
+
+
 def usage(codeobjs):
-    """{API name: [docnames of the pages using it, sorted]} from
+    """{API name: [docnames of the pages using it, in course order]} from
     {docname: codeobj mapping}, names sorted."""
     users = {}
     for docname, codeobj in codeobjs.items():
         for name in names_in_codeobj(codeobj):
             users.setdefault(name, set()).add(docname)
-    return {name: sorted(users[name]) for name in sorted(users)}
+    return {name: sorted(users[name], key=course_rank) for name in sorted(users)}
 
 
 def read_codeobjs(docnames, srcdir):
