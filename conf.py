@@ -43,6 +43,9 @@ extensions = [
     # The torch API the pages use, documented from the installed torch and
     # linked from the pages' code (see _ext/api_reference.py).
     "api_reference",
+    # "Open in Colab" on every tutorial when the repository's address is
+    # known (see _ext/colab_links.py).
+    "colab_links",
 ]
 
 # -- Editions -----------------------------------------------------------------
@@ -142,6 +145,11 @@ html_favicon = "_static/favicon.svg"
 # Where the site is published, if it is: notebooks then link to the pages they
 # refer to (otherwise they name them). Pages are self-contained either way.
 html_baseurl = os.environ.get("SITE_URL", "")
+# The repository's GitHub address, if it has one: every tutorial then links
+# to its notebook in Colab, which opens it from the branch the site's
+# workflow publishes the built notebooks to (_ext/colab_links.py).
+colab_repository = os.environ.get("REPOSITORY_URL", "")
+colab_branch = "notebooks"
 # Figures on a light panel in dark mode, phone layout fixes, the cards and
 # the verified stamp.
 html_css_files = ["custom.css"]

@@ -115,6 +115,12 @@ class ApiEntry(SphinxDirective):
             self.env.temp_data.pop(PLAIN, None)
         if problem:
             result += self._plain_docstring(obj, problem)
+        # torch's docstrings are English in every edition; a Chinese page says
+        # so (lang="en"), for screen readers and the browser tests.
+        docstring = nodes.container(
+            "", *result, classes=["api-docstring", "language-en"]
+        )
+        result = [docstring]
         backrefs = self.config.sphinx_gallery_conf["backreferences_dir"]
         examples = Path(self.env.srcdir, backrefs, f"{name}.examples")
         self.env.note_dependency(str(examples))
@@ -206,7 +212,7 @@ class ApiIndex(SphinxDirective):
             if api_reference.namespace_of(name) != namespace:
                 namespace = api_reference.namespace_of(name)
                 lines += ["", f".. rubric:: ``{namespace}``", ""]
-            entry = f":doc:`{name} </{api_reference.entry_docname(name)}>`"
+            entry = f":py:obj:`{name}`"
             users = ", ".join(f":doc:`/{page}`" for page in pages)
             lines += [f"* {entry}: {users}"]
         lines += ["", ".. toctree::", "   :hidden:", ""]
