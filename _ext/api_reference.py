@@ -156,7 +156,8 @@ class ApiEntry(SphinxDirective):
             document.nameids, document.nametypes, document.ids = names
         for message in messages:
             if message["level"] >= Reporter.WARNING_LEVEL:
-                return message.children[0].astext() if message.children else "?"
+                text = message.children[0].astext() if message.children else ""
+                return text.rstrip(".") or message["type"]
         for node in rendered:
             if next(iter(node.findall(nodes.math)), None) is not None or next(
                 iter(node.findall(nodes.math_block)), None

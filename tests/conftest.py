@@ -250,6 +250,7 @@ def project_with_example(tmp_path, filename, source, records=True):
     for name in [
         "conf.py",
         "index.rst",
+        "api_index.rst",
         "Makefile",
         "requirements.txt",
         "constraints.txt",
