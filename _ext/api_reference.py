@@ -37,7 +37,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from pagelib import api_reference, gallery
+from pagelib import api_reference, gallery, hooks
 
 logger = logging.getLogger(__name__)
 _ = get_translation("site")
@@ -86,6 +86,17 @@ def reread_index(app, env, added, changed, removed):
     return [INDEX_DOC] if INDEX_DOC in env.found_docs else []
 
 
+def _resolve(name):
+    """The object the code means by ``name``: an attribute of its parent
+    before a submodule of the same name (``torch.autograd.gradcheck`` is a
+    function, though a module of that name exists too)."""
+    parent, _, attribute = name.rpartition(".")
+    try:
+        return getattr(pkgutil.resolve_name(parent), attribute)
+    except (ImportError, AttributeError, ValueError):
+        return pkgutil.resolve_name(name)
+
+
 def _kind(obj):
     if inspect.ismodule(obj):
         return "module"
@@ -104,7 +115,9 @@ class ApiEntry(SphinxDirective):
 
     def run(self):
         name = self.arguments[0]
-        obj = pkgutil.resolve_name(name)
+        # Its CUDA notice says nothing about the build (pagelib/hooks.py).
+        hooks.quietly_import_cpp_extension()
+        obj = _resolve(name)
         directive = f".. auto{_kind(obj)}:: {name}"
         problem = self._probe(directive)
         if problem:
@@ -395,4 +408,5 @@ def setup(app):
     app.connect("missing-reference", docstring_reference_as_text)
     app.connect("doctree-read", translate_cards)
     app.add_post_transform(CheckCodeLinks)
+    app.add_css_file("api_reference.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
