@@ -49,7 +49,7 @@ TRANSLATED = $(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 \
 # last successful build (a no-op build then starts one Sphinx, not two): the
 # stamp is taken when the build starts, so an edit made while it ran counts.
 EDITION_INPUTS := advanced locale _ext pagelib _templates _static versions \
-	tutorials conf.py index.rst start_here.rst Makefile requirements.txt constraints.txt
+	tutorials conf.py index.rst start_here.rst api_index.rst Makefile requirements.txt constraints.txt
 TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	if [ -f $$stamp ] && [ -z "$$(find $(EDITION_INPUTS) -type f ! -name '*.pyc' ! -name '*.mo' \
 		-newer $$stamp -print -quit 2>/dev/null)" ]; then \
