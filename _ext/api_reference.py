@@ -57,12 +57,14 @@ def generate_entries(app):
     remove the pages of names no longer used. Runs after Sphinx-Gallery has
     written the gallery (and the pages' ``.codeobj.json``). A file is written
     only when its text changed, so an unchanged entry is not read again."""
-    used = {}
+    used, aliases = {}, {}
     if app.builder.name != "gettext":
-        used = api_reference.usage(
+        found = api_reference.usage(
             api_reference.read_codeobjs(_examples(app), app.srcdir)
         )
+        used, aliases = _entries(app.env, found)
     app.env.api_reference_next = used
+    app.env.api_reference_aliases = aliases
     folder = Path(app.srcdir) / api_reference.FOLDER
     wanted = {f"{name}.rst": api_reference.entry_source(name) for name in used}
     if folder.is_dir():
@@ -74,6 +76,43 @@ def generate_entries(app):
         path = folder / filename
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
+
+
+def _entries(env, found):
+    """({entry: pages}, {name: its entry}) from {name: pages} as the pages'
+    code names them: names that do not resolve to an object are left out
+    (what Sphinx-Gallery guessed from an instance's type, such as
+    ``torch.autograd.FunctionCtx``), and the names of one object share one
+    entry, the shortest (``torch.autograd.GradcheckError`` for
+    ``torch.autograd.gradcheck.GradcheckError`` too). Resolving imports torch,
+    so the answer is kept with the environment and reused while the names
+    found are the same: a no-op build imports nothing."""
+    kept = getattr(env, "api_reference_resolved", None)
+    if kept is not None and kept[0] == found:
+        return kept[1], kept[2]
+    hooks.quietly_import_cpp_extension()
+    groups = {}
+    for name in found:
+        try:
+            obj = _resolve(name)
+        except (ImportError, AttributeError, ValueError):
+            continue
+        plain = obj is None or isinstance(obj, (str, int, float, bool))
+        groups.setdefault(name if plain else id(obj), []).append(name)
+    aliases = {}
+    for names in groups.values():
+        entry = min(names, key=lambda n: (n.count("."), len(n), n))
+        aliases.update(dict.fromkeys(names, entry))
+    pages = {}
+    for name, users in found.items():
+        if name in aliases:
+            pages.setdefault(aliases[name], set()).update(users)
+    used = {
+        name: sorted(pages[name], key=api_reference.course_rank)
+        for name in sorted(pages)
+    }
+    env.api_reference_resolved = (found, used, aliases)
+    return used, aliases
 
 
 def reread_index(app, env, added, changed, removed):
@@ -97,7 +136,17 @@ def _resolve(name):
         return pkgutil.resolve_name(name)
 
 
-def _kind(obj):
+def _kind(name, obj):
+    parent_name, _, attribute = name.rpartition(".")
+    try:
+        parent = pkgutil.resolve_name(parent_name)
+    except (ImportError, AttributeError, ValueError):
+        parent = None
+    if inspect.isclass(parent) and not inspect.isclass(obj):
+        static = inspect.getattr_static(parent, attribute, None)
+        if isinstance(static, property):
+            return "property"
+        return "method" if callable(obj) else "attribute"
     if inspect.ismodule(obj):
         return "module"
     if inspect.isclass(obj):
@@ -118,7 +167,7 @@ class ApiEntry(SphinxDirective):
         # Its CUDA notice says nothing about the build (pagelib/hooks.py).
         hooks.quietly_import_cpp_extension()
         obj = _resolve(name)
-        directive = f".. auto{_kind(obj)}:: {name}"
+        directive = f".. auto{_kind(name, obj)}:: {name}"
         problem = self._probe(directive)
         if problem:
             self.env.temp_data[PLAIN] = name
@@ -261,7 +310,8 @@ class CheckCodeLinks(SphinxPostTransform):
     Pygments reads ``@torch.library.custom_op`` as one decorator token, which
     Sphinx-Gallery leaves unlinked; the course's main API is mostly used that
     way. Names used only in code the page hides (``sphinx_gallery_start_ignore``)
-    are not expected on the page."""
+    are not expected on the page, nor the types Sphinx-Gallery infers for
+    variables (their links are a bonus)."""
 
     default_priority = 6
     formats = ("html",)
@@ -280,17 +330,27 @@ class CheckCodeLinks(SphinxPostTransform):
         for block in blocks:
             self._link_decorators(block, codeobj)
         code = "\n".join(block.astext() for block in blocks)
+        aliases = getattr(self.env, "api_reference_aliases", {})
         wanted = set()
         for written, candidates in codeobj.items():
-            implicit = [c for c in candidates if not c.get("is_explicit")]
+            # Names as the code writes them: not what Sphinx-Gallery guessed
+            # from the type of a variable (``ctx`` -> FunctionCtx).
+            last = written.rsplit(".", 1)[-1]
+            implicit = [
+                c
+                for c in candidates
+                if not c.get("is_explicit") and c["name"].rsplit(".", 1)[-1] == last
+            ]
             if implicit and re.search(
                 r"(?<![\w.])" + re.escape(written) + r"(?!\w)", code
             ):
-                wanted |= api_reference.names_in_codeobj({written: implicit})
+                names = api_reference.names_in_codeobj({written: implicit})
+                wanted |= {aliases[name] for name in names if name in aliases}
         linked = set()
         for block in blocks:
             for reference in block.findall(nodes.reference):
-                linked.add(reference.get("reftitle", ""))
+                title = reference.get("reftitle", "")
+                linked.add(aliases.get(title, title))
                 if not (reference.get("refuri") or reference.get("refid")):
                     logger.warning(
                         "code link %s points nowhere",
