@@ -47,6 +47,12 @@ extensions = [
     # Sphinx's cache of this configuration as written here, so that a build
     # with nothing to do reports no change (see _ext/config_as_read.py).
     "config_as_read",
+    # The torch API the pages use, documented from the installed torch and
+    # linked from the pages' code (see _ext/api_reference.py).
+    "api_reference",
+    # "Open in Colab" on every tutorial when the repository's address is
+    # known (see _ext/colab_links.py).
+    "colab_links",
 ]
 
 # -- Editions -----------------------------------------------------------------
@@ -110,6 +116,10 @@ sphinx_gallery_conf = {
     # (.ci/run installs it); without it the build still works.
     "compress_images": ("images", "thumbnails") if shutil.which("optipng") else (),
     "show_signature": False,
+    # The names of torch the pages' code uses: linked to the site's API
+    # reference (_ext/api_reference.py), which lists the pages using each.
+    "doc_module": ("torch",),
+    "backreferences_dir": "api/backreferences",
 }
 
 # A page's section that is also a module to download: written beside the
@@ -140,6 +150,11 @@ html_favicon = "_static/favicon.svg"
 # Where the site is published, if it is: notebooks then link to the pages they
 # refer to (otherwise they name them). Pages are self-contained either way.
 html_baseurl = os.environ.get("SITE_URL", "")
+# The repository's GitHub address, if it has one: every tutorial then links
+# to its notebook in Colab, which opens it from the branch the site's
+# workflow publishes the built notebooks to (_ext/colab_links.py).
+colab_repository = os.environ.get("REPOSITORY_URL", "")
+colab_branch = "notebooks"
 # Figures on a light panel in dark mode, phone layout fixes, the cards and
 # the verified stamp.
 html_css_files = ["custom.css"]

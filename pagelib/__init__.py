@@ -13,6 +13,8 @@
 ``translation``  a page's catalog, and a script with its prose translated
 ``wording``      lists, devices, sentences and floors in the build's language
 ``page_module``  a page's section published as a module to download
+``api_reference`` the torch API names the pages' code uses, and their entries
+``thumbnails``   the gallery's cards (title, summary) in a translated edition
 
 The Sphinx extensions in ``_ext/``, the tools in ``tools/`` and the tests
 import these; nothing here imports from ``_ext/`` or ``tools/``.

@@ -127,7 +127,14 @@ def write_records(project, name, result="pass", real_matrix=False):
 
 # What every scratch project copies from the repository: the build machinery
 # (configuration, extensions, Makefile and requirements), not the pages.
-MACHINERY = ["conf.py", "index.rst", "Makefile", "requirements.txt", "constraints.txt"]
+MACHINERY = [
+    "conf.py",
+    "index.rst",
+    "api_index.rst",
+    "Makefile",
+    "requirements.txt",
+    "constraints.txt",
+]
 MACHINERY_FOLDERS = ["_ext", "pagelib", "_static", "_templates", "tools"]
 
 

@@ -606,6 +606,49 @@ def test_chinese_pages_have_no_english_prose(survey):
     assert not offenders, f"English prose on Chinese pages:\n{report}"
 
 
+# Runs in the page: the links Sphinx-Gallery and _ext/api_reference.py put
+# in the code, and where each leads.
+CODE_LINKS_JS = """() => [...document.querySelectorAll(
+    "div.highlight a[class*='sphx-glr-backref-module-']")].map(
+    (a) => ({href: a.href, name: a.title}))"""
+# Runs in the page a code link opened: the element its fragment names.
+TARGET_JS = """() => {
+    const id = decodeURIComponent(location.hash.slice(1));
+    const el = id ? document.getElementById(id) : null;
+    return el && {text: el.textContent, visible: el.getClientRects().length > 0};
+}"""
+
+
+@pytest.mark.parametrize("edition", ["", f"{CHINESE}/"])
+def test_code_links_land_on_the_api_entry_they_name(survey, browser, edition):
+    """A reader clicking each torch name in a tutorial's code lands on its
+    entry in the same edition's API reference, at an anchor that exists."""
+    page_path = f"{edition}{GALLERY_DIR}/python_custom_ops.html"
+    assert page_path in survey.pages
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.goto(survey.base + page_path, wait_until="load")
+    links = {link["href"]: link["name"] for link in page.evaluate(CODE_LINKS_JS)}
+    names = set(links.values())
+    assert {"torch.library.custom_op", "torch.library.opcheck"} <= names, names
+    landed_wrong = []
+    for href, name in sorted(links.items()):
+        expected = f"{survey.base}{edition}api/{name}.html#"
+        if href not in (expected + name, expected + "module-" + name):
+            landed_wrong.append(f"{name}: {href} (expected {expected})")
+            continue
+        page.goto(href, wait_until="load")
+        target = page.evaluate(TARGET_JS)
+        if (
+            not target
+            or not target["visible"]
+            or name.split(".")[-1] not in target["text"]
+        ):
+            landed_wrong.append(f"{name}: {href} shows {target}")
+    context.close()
+    assert not landed_wrong, "\n".join(landed_wrong)
+
+
 def test_chinese_search_finds_the_pages_about_custom_operators(survey, browser):
     context = browser.new_context(viewport=DESKTOP)
     page = context.new_page()

@@ -78,6 +78,8 @@ ACTION_PERMISSIONS = {
 COMMAND_PERMISSIONS = {
     # POST /repos/{owner}/{repo}/actions/workflows/{id}/dispatches
     r"\bgh workflow run\b": {"actions": "write"},
+    # a push to the repository (site.yml publishes the notebooks Colab opens)
+    r"\bgit\b[^\n]*\bpush\b": {"contents": "write"},
 }
 LEVELS = {"none": 0, "read": 1, "write": 2}
 

@@ -1,6 +1,6 @@
 () => {
     const skip = "pre, code, kbd, samp, script, style, noscript, .highlight, "
-        + ".sphx-glr-script-out, .edition-switcher, .math, math";
+        + ".sphx-glr-script-out, .edition-switcher, .math, math, [lang=en]";
     const texts = [document.title];
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     while (walker.nextNode()) {

@@ -9,6 +9,8 @@ import pytest
 import translated_gallery
 from docutils import nodes
 
+from pagelib import thumbnails
+
 
 def running_time_paragraph():
     """The paragraph Sphinx-Gallery ends every example page with."""
@@ -50,7 +52,7 @@ SCRIPT = '''"""
 
 
 def test_a_chinese_thumbnail_keeps_no_gap_where_emphasis_was():
-    summary, title = translated_gallery.intro_and_title(SCRIPT, "internals.py")
+    summary, title = thumbnails.intro_and_title(SCRIPT, "internals.py")
     assert title == "深入 custom_op 内部"  # Latin words keep their spaces
     assert summary == (
         "它会在 PyTorch 的算子注册表，即分发器（dispatcher）中留下条目；"
@@ -63,9 +65,9 @@ def test_an_english_thumbnail_is_as_sphinx_gallery_writes_it():
 
     script = '"""\nTitle\n=====\n\nThe *dispatcher* and **bold** text, a * b.\n"""\n'
     docstring = "Title\n=====\n\nThe *dispatcher* and **bold** text, a * b."
-    assert translated_gallery.intro_and_title(
-        script, "x.py"
-    ) == extract_intro_and_title("x.py", docstring)
+    assert thumbnails.intro_and_title(script, "x.py") == extract_intro_and_title(
+        "x.py", docstring
+    )
 
 
 def test_computation_times_are_translated_before_sphinx_records_the_title():
@@ -97,7 +99,7 @@ def test_computation_times_are_translated_before_sphinx_records_the_title():
     ],
 )
 def test_leftover_markup_is_removed_from_a_chinese_intro(text, shown):
-    assert translated_gallery._leftover_markup(text) == shown
+    assert thumbnails.leftover_markup(text) == shown
 
 
 @pytest.mark.parametrize(

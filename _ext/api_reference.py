@@ -1,0 +1,454 @@
+"""An API reference of the torch the pages ran on, linked from their code.
+
+Every name of the course's torch API (``pagelib.api_reference.NAMESPACES``)
+that a page's code uses gets a page of its own under ``api/``, generated at
+each build from what Sphinx-Gallery's ``identify_names`` found in the pages'
+code (the ``.codeobj.json`` files): no list kept by hand, and no inventory
+fetched from the network. Each entry page holds:
+
+* the object's documentation, rendered by autodoc from the installed torch's
+  own docstring, so it describes the release the pages ran on. A docstring
+  that is not valid reStructuredText here (or needs math typesetting, which an
+  offline site does not load) is shown as plain text under the signature,
+  with a line saying so: the build stays clean under ``-W`` without hiding
+  any warning of the site's own sources;
+* the pages that use it, as their gallery cards (``.. minigallery::``, from
+  Sphinx-Gallery's backreferences).
+
+Sphinx-Gallery then links each such name in the pages' code to its entry
+(its doctree-based code links resolve names against the Python domain), in
+both editions. ``.. api-index::`` lists every entry with the pages that use
+it. A name of the course's API that a page's code uses but that ends up
+documented nowhere, or not linked in the code, is a build warning, so ``-W``
+stops the build rather than leave a dead or missing link.
+"""
+
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from docutils.utils import Reporter
+from sphinx.locale import get_translation
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
+
+from pagelib import api_reference, gallery, hooks, layout, thumbnails
+
+logger = logging.getLogger(__name__)
+_ = get_translation(layout.SITE_CATALOG)
+# temp_data key: the entry whose docstring autodoc must leave out (the
+# directive shows it as plain text instead).
+PLAIN = "api_reference_plain_docstring"
+# The page that holds ``.. api-index::``.
+INDEX_DOC = "api_index"
+
+
+def _examples(app):
+    return gallery.examples(app.config.sphinx_gallery_conf, app.srcdir)
+
+
+def generate_entries(app):
+    """Write ``api/<name>.rst`` for every course-API name the pages use, and
+    remove the pages of names no longer used. Runs after Sphinx-Gallery has
+    written the gallery (and the pages' ``.codeobj.json``). A file is written
+    only when its text changed, so an unchanged entry is not read again."""
+    used, aliases = {}, {}
+    if app.builder.name != "gettext":
+        found = api_reference.usage(
+            api_reference.read_codeobjs(_examples(app), app.srcdir)
+        )
+        used, aliases = _entries(app.env, found)
+    app.env.api_reference_next = used
+    app.env.api_reference_aliases = aliases
+    folder = Path(app.srcdir) / api_reference.FOLDER
+    wanted = {f"{name}.rst": api_reference.entry_source(name) for name in used}
+    if folder.is_dir():
+        for stale in folder.glob("*.rst"):
+            if stale.name not in wanted:
+                stale.unlink()
+    folder.mkdir(exist_ok=True)
+    for filename, text in wanted.items():
+        path = folder / filename
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+
+
+def _entries(env, found):
+    """({entry: pages}, {name: its entry}) from {name: pages} as the pages'
+    code names them: names that do not resolve to an object are left out
+    (what Sphinx-Gallery guessed from an instance's type, such as
+    ``torch.autograd.FunctionCtx``), and the names of one object share one
+    entry, the shortest (``torch.autograd.GradcheckError`` for
+    ``torch.autograd.gradcheck.GradcheckError`` too). Resolving imports torch,
+    so the answer is kept with the environment and reused while the names
+    found are the same: a no-op build imports nothing."""
+    kept = getattr(env, "api_reference_resolved", None)
+    if kept is not None and kept[0] == found:
+        return kept[1], kept[2]
+    hooks.quietly_import_cpp_extension()
+    groups = {}
+    for name in found:
+        try:
+            obj = _resolve(name)
+        except (ImportError, AttributeError, ValueError):
+            continue
+        plain = obj is None or isinstance(obj, (str, int, float, bool))
+        groups.setdefault(name if plain else id(obj), []).append(name)
+    aliases = {}
+    for names in groups.values():
+        entry = min(names, key=lambda n: (n.count("."), len(n), n))
+        aliases.update(dict.fromkeys(names, entry))
+    pages = {}
+    for name, users in found.items():
+        if name in aliases:
+            pages.setdefault(aliases[name], set()).update(users)
+    used = {
+        name: sorted(pages[name], key=api_reference.course_rank)
+        for name in sorted(pages)
+    }
+    env.api_reference_resolved = (found, used, aliases)
+    return used, aliases
+
+
+def reread_index(app, env, added, changed, removed):
+    """The pages holding ``.. api-index::`` are read again when the list of
+    entries or the pages using them changed."""
+    used = getattr(env, "api_reference_next", {})
+    if getattr(env, "api_reference_usage", None) == used:
+        return []
+    env.api_reference_usage = used
+    return [INDEX_DOC] if INDEX_DOC in env.found_docs else []
+
+
+def _resolve(name):
+    """The object the code means by ``name``: an attribute of its parent
+    before a submodule of the same name (``torch.autograd.gradcheck`` is a
+    function, though a module of that name exists too)."""
+    parent, _, attribute = name.rpartition(".")
+    try:
+        return getattr(pkgutil.resolve_name(parent), attribute)
+    except (ImportError, AttributeError, ValueError):
+        return pkgutil.resolve_name(name)
+
+
+def _kind(name, obj):
+    parent_name, _, attribute = name.rpartition(".")
+    try:
+        parent = pkgutil.resolve_name(parent_name)
+    except (ImportError, AttributeError, ValueError):
+        parent = None
+    if inspect.isclass(parent) and not inspect.isclass(obj):
+        static = inspect.getattr_static(parent, attribute, None)
+        if isinstance(static, property):
+            return "property"
+        return "method" if callable(obj) else "attribute"
+    if inspect.ismodule(obj):
+        return "module"
+    if inspect.isclass(obj):
+        return "class"
+    if callable(obj):
+        return "function"
+    return "data"
+
+
+class ApiEntry(SphinxDirective):
+    """``.. api-entry:: torch.library.custom_op``: the object's documentation
+    and the cards of the pages that use it."""
+
+    required_arguments = 1
+
+    def run(self):
+        name = self.arguments[0]
+        # Its CUDA notice says nothing about the build (pagelib/hooks.py).
+        hooks.quietly_import_cpp_extension()
+        obj = _resolve(name)
+        directive = f".. auto{_kind(name, obj)}:: {name}"
+        problem = self._probe(directive)
+        if problem:
+            self.env.temp_data[PLAIN] = name
+        try:
+            result = self._parse([directive])
+        finally:
+            self.env.temp_data.pop(PLAIN, None)
+        if problem:
+            result += self._plain_docstring(obj, problem)
+        # torch's docstrings are English in every edition; a Chinese page says
+        # so (lang="en"), for screen readers and the browser tests.
+        docstring = nodes.container(
+            "", *result, classes=["api-docstring", "language-en"]
+        )
+        result = [docstring]
+        backrefs = self.config.sphinx_gallery_conf["backreferences_dir"]
+        examples = Path(self.env.srcdir, backrefs, f"{name}.examples")
+        self.env.note_dependency(str(examples))
+        heading = nodes.rubric("", _("Pages that use it"))
+        result.append(heading)
+        result += self._parse([f".. minigallery:: {name}"])
+        return result
+
+    def _parse(self, lines):
+        holder = nodes.Element()
+        self.state.nested_parse(
+            StringList(lines, source=f"<api-entry {self.arguments[0]}>"),
+            self.content_offset,
+            holder,
+        )
+        return list(holder.children)
+
+    def _probe(self, directive):
+        """Render the entry once, unindexed, with docutils' messages collected
+        instead of reported: the first problem its docstring has, or None."""
+        document = self.state.document
+        memo = self.state.memo
+        saved = document.reporter, memo.reporter
+        names = dict(document.nameids), dict(document.nametypes), dict(document.ids)
+        probe = Reporter(saved[0].source, Reporter.SEVERE_LEVEL + 1, 5)
+        messages = []
+        probe.attach_observer(messages.append)
+        document.reporter = memo.reporter = probe
+        try:
+            rendered = self._parse([directive, "   :no-index:"])
+        finally:
+            document.reporter, memo.reporter = saved
+            document.nameids, document.nametypes, document.ids = names
+        for message in messages:
+            if message["level"] >= Reporter.WARNING_LEVEL:
+                text = message.children[0].astext() if message.children else ""
+                return text.rstrip(".") or message["type"]
+        for node in rendered:
+            if next(iter(node.findall(nodes.math)), None) is not None or next(
+                iter(node.findall(nodes.math_block)), None
+            ):
+                return _("it has mathematics, which this offline site does not typeset")
+        return None
+
+    def _plain_docstring(self, obj, problem):
+        note = nodes.paragraph(
+            "",
+            _(
+                "This docstring is shown as plain text: it does not render as "
+                "reStructuredText here ({problem})."
+            ).format(problem=problem),
+            classes=["api-plain-note"],
+        )
+        text = inspect.getdoc(obj) or ""
+        block = nodes.literal_block(text, text, classes=["api-plain-docstring"])
+        block["language"] = "text"
+        return [note, block]
+
+
+def docstring_reference_as_text(app, env, node, contnode):
+    """A ``:ref:`` in a torch docstring names a section of PyTorch's own
+    documentation, which this site does not have: its text stays, unlinked,
+    rather than a link to nothing. References anywhere else are left to
+    Sphinx, which warns about a missing one."""
+    if node.get("refdomain") != "std" or node.get("reftype") != "ref":
+        return None
+    if not node.get("refdoc", "").startswith(api_reference.FOLDER + "/"):
+        return None
+    if "docstring of " not in (node.source or ""):
+        return None
+    return contnode
+
+
+def leave_out_docstring(app, what, name, obj, options, lines):
+    if app.env.temp_data.get(PLAIN) == name:
+        lines[:] = []
+
+
+class ApiIndex(SphinxDirective):
+    """``.. api-index::``: every entry, by namespace, with the pages that use
+    it, and the (hidden) table of contents of the entry pages."""
+
+    def run(self):
+        used = getattr(self.env, "api_reference_next", {})
+        if not used:
+            return []
+        lines = []
+        namespace = None
+        for name, pages in used.items():
+            if api_reference.namespace_of(name) != namespace:
+                namespace = api_reference.namespace_of(name)
+                lines += ["", f".. rubric:: ``{namespace}``", ""]
+            entry = f":py:obj:`{name}`"
+            users = ", ".join(f":doc:`/{page}`" for page in pages)
+            lines += [f"* {entry}: {users}"]
+        lines += ["", ".. toctree::", "   :hidden:", ""]
+        lines += [f"   /{api_reference.entry_docname(name)}" for name in used]
+        holder = nodes.container(classes=["api-index"])
+        self.state.nested_parse(
+            StringList(lines, source="<api-index>"), self.content_offset, holder
+        )
+        return [holder]
+
+
+def check_entries(app, env):
+    """Every entry documents its object: a name the pages' code uses that is
+    documented nowhere would be a link to nothing."""
+    objects = env.domains["py"].objects
+    for name, pages in getattr(env, "api_reference_next", {}).items():
+        if name not in objects:
+            logger.warning(
+                "%s is used by %s but documented nowhere, so its code links "
+                "would point nowhere",
+                name,
+                ", ".join(pages),
+                type="api_reference",
+            )
+
+
+class CheckCodeLinks(SphinxPostTransform):
+    """After Sphinx-Gallery's code links (priority 5): decorators link too,
+    and every course-API name the page's visible code uses is a link to a
+    page of this build.
+
+    Pygments reads ``@torch.library.custom_op`` as one decorator token, which
+    Sphinx-Gallery leaves unlinked; the course's main API is mostly used that
+    way. Names used only in code the page hides (``sphinx_gallery_start_ignore``)
+    are not expected on the page, nor the types Sphinx-Gallery infers for
+    variables (their links are a bonus)."""
+
+    default_priority = 6
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        docname = self.env.docname
+        codeobjs = api_reference.read_codeobjs([docname], self.env.srcdir)
+        if docname not in codeobjs:
+            return
+        codeobj = codeobjs[docname]
+        blocks = [
+            block
+            for block in self.document.findall(nodes.Element)
+            if type(block).__name__ == "code_links_block"
+        ]
+        for block in blocks:
+            self._link_decorators(block, codeobj)
+        code = "\n".join(block.astext() for block in blocks)
+        aliases = getattr(self.env, "api_reference_aliases", {})
+        wanted = set()
+        for written, candidates in codeobj.items():
+            # Names as the code writes them: not what Sphinx-Gallery guessed
+            # from the type of a variable (``ctx`` -> FunctionCtx).
+            last = written.rsplit(".", 1)[-1]
+            implicit = [
+                c
+                for c in candidates
+                if not c.get("is_explicit") and c["name"].rsplit(".", 1)[-1] == last
+            ]
+            if implicit and re.search(
+                r"(?<![\w.])" + re.escape(written) + r"(?!\w)", code
+            ):
+                names = api_reference.names_in_codeobj({written: implicit})
+                wanted |= {aliases[name] for name in names if name in aliases}
+        linked = set()
+        for block in blocks:
+            for reference in block.findall(nodes.reference):
+                title = reference.get("reftitle", "")
+                linked.add(aliases.get(title, title))
+                if not (reference.get("refuri") or reference.get("refid")):
+                    logger.warning(
+                        "code link %s points nowhere",
+                        reference.get("reftitle"),
+                        location=docname,
+                        type="api_reference",
+                    )
+        for name in sorted(wanted - linked):
+            logger.warning(
+                "%s in this page's code links to no API entry",
+                name,
+                location=docname,
+                type="api_reference",
+            )
+
+    def _link_decorators(self, block, codeobj):
+        """``@torch.library.custom_op(...)``: Pygments makes ``@torch`` one
+        decorator token, so Sphinx-Gallery never sees the dotted name."""
+        objects = self.env.domains["py"].objects
+        children = list(block.children)
+        i = 0
+        while i < len(children):
+            token = children[i]
+            i += 1
+            if not _is_token(token, "nd") or not token.astext().startswith("@"):
+                continue
+            parts, span = [token.astext()[1:]], [1]
+            j = i
+            while j + 1 < len(children) and _is_token(children[j], "o"):
+                if children[j].astext() != "." or not _is_token(children[j + 1], "n"):
+                    break
+                parts.append(children[j + 1].astext())
+                span.append(span[-1] + 2)
+                j += 2
+            found = None
+            for k in range(len(parts), 0, -1):
+                for candidate in codeobj.get(".".join(parts[:k]), []):
+                    name = f"{candidate['module_short']}.{candidate['name']}"
+                    if name in objects:
+                        found, length = name, span[k - 1]
+                        break
+                if found:
+                    break
+            if found is None:
+                continue
+            entry = objects[found]
+            first = token.astext()[1:]
+            inner = [nodes.inline(first, first, classes=["nd"])]
+            inner += [child.deepcopy() for child in children[i : i - 1 + length]]
+            reference = make_refnode(
+                self.app.builder,
+                self.env.docname,
+                entry.docname,
+                entry.node_id,
+                inner,
+                title=found,
+            )
+            module = found.rsplit(".", 1)[0].replace(".", "-")
+            reference["classes"] += [
+                f"sphx-glr-backref-module-{module}",
+                f"sphx-glr-backref-type-py-{entry.objtype}",
+            ]
+            index = block.index(token)
+            for child in children[i - 1 : i - 1 + length]:
+                block.remove(child)
+            block.insert(index, reference)
+            block.insert(index, nodes.inline("@", "@", classes=["nd"]))
+            i = i - 1 + length
+
+
+def _is_token(node, css):
+    return isinstance(node, nodes.inline) and css in node["classes"]
+
+
+def translate_cards(app, doctree):
+    """In a translated edition, the cards of an entry's pages carry their
+    translated titles, as the gallery's index does (pagelib/thumbnails.py)."""
+    if not layout.is_translation(app.config.language):
+        return
+    if not app.env.docname.startswith(api_reference.FOLDER + "/"):
+        return
+    name = app.env.docname.split("/", 1)[1]
+    pages = getattr(app.env, "api_reference_next", {}).get(name, [])
+    thumbnails.translate(doctree, thumbnails.translations(app, pages))
+
+
+def setup(app):
+    app.setup_extension("sphinx.ext.autodoc")
+    app.setup_extension("sphinx.ext.napoleon")
+    app.add_directive("api-entry", ApiEntry)
+    app.add_directive("api-index", ApiIndex)
+    # After Sphinx-Gallery has written the gallery (priority 500).
+    app.connect("builder-inited", generate_entries, priority=900)
+    app.connect("env-get-outdated", reread_index)
+    app.connect("autodoc-process-docstring", leave_out_docstring, priority=100)
+    app.connect("env-check-consistency", check_entries)
+    app.connect("missing-reference", docstring_reference_as_text)
+    app.connect("doctree-read", translate_cards)
+    app.add_post_transform(CheckCodeLinks)
+    app.add_css_file("api_reference.css")
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,80 @@
+"""The API reference's list of entries, from what the pages' code uses
+(pagelib/api_reference.py)."""
+
+from pagelib import api_reference
+from pagelib.course import COURSE
+
+
+def cobj(module, name, short=None, explicit=False):
+    return {
+        "is_class": False,
+        "is_explicit": explicit,
+        "module": module,
+        "module_short": short or module,
+        "name": name,
+    }
+
+
+def test_the_course_namespaces_and_only_their_public_names_count():
+    assert api_reference.in_course_api("torch.library.custom_op")
+    assert api_reference.in_course_api("torch.compile")
+    assert api_reference.in_course_api("torch.distributed.tensor.Shard")
+    assert api_reference.in_course_api("torch.utils.cpp_extension.load_inline")
+    assert not api_reference.in_course_api("torch.randn")
+    assert not api_reference.in_course_api("torch.compiler.disable")
+    assert not api_reference.in_course_api("torch.libraryx.thing")
+    assert not api_reference.in_course_api("torch.library._private")
+    assert not api_reference.in_course_api("torch._library.custom_ops.custom_op")
+
+
+def test_a_name_is_listed_under_the_public_module_sphinx_gallery_found():
+    codeobj = {
+        "torch.library.custom_op": [cobj("torch.library", "custom_op")],
+        # `from torch.utils import cpp_extension` then `cpp_extension.load_inline`
+        "cpp_extension.load_inline": [
+            cobj("torch.utils.cpp_extension", "load_inline"),
+        ],
+        "opcheck": [cobj("torch._library.testing", "opcheck", "torch.library")],
+        "torch.randn": [cobj("torch", "randn")],
+    }
+    assert api_reference.names_in_codeobj(codeobj) == {
+        "torch.library.custom_op",
+        "torch.utils.cpp_extension.load_inline",
+        "torch.library.opcheck",
+    }
+
+
+def test_usage_lists_each_names_pages_in_course_order():
+    first, second = list(COURSE)[:2]
+    pages = {
+        f"tutorials/{second[:-3]}": {"c": [cobj("torch.library", "custom_op")]},
+        "tutorials/not_in_the_course_yet": {"c": [cobj("torch.library", "custom_op")]},
+        f"tutorials/{first[:-3]}": {
+            "c": [cobj("torch.library", "custom_op")],
+            "o": [cobj("torch.library", "opcheck")],
+        },
+    }
+    assert api_reference.usage(pages) == {
+        "torch.library.custom_op": [
+            f"tutorials/{first[:-3]}",
+            f"tutorials/{second[:-3]}",
+            "tutorials/not_in_the_course_yet",
+        ],
+        "torch.library.opcheck": [f"tutorials/{first[:-3]}"],
+    }
+
+
+def test_an_entry_page_is_its_title_and_the_directive():
+    text = api_reference.entry_source("torch.compile")
+    assert text == (
+        "``torch.compile``\n=================\n\n.. api-entry:: torch.compile\n"
+    )
+    assert api_reference.entry_docname("torch.compile") == "api/torch.compile"
+
+
+def test_a_name_belongs_to_the_longest_namespace_holding_it():
+    assert api_reference.namespace_of("torch.library.opcheck") == "torch.library"
+    assert (
+        api_reference.namespace_of("torch.distributed.tensor.Shard")
+        == "torch.distributed.tensor"
+    )
