@@ -145,6 +145,11 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_show_sourcelink = False
+# No general or module index: autodoc's entries (the API reference) would fill
+# them, and the API index (api_index.rst) is the site's way from a name to its
+# pages. Sphinx's index pages are not laid out for a phone.
+html_use_index = False
+html_domain_indices = False
 html_context = {"default_mode": "auto"}
 html_favicon = "_static/favicon.svg"
 # Where the site is published, if it is: notebooks then link to the pages they

@@ -256,6 +256,20 @@ def docstring_reference_as_text(app, env, node, contnode):
     return contnode
 
 
+def relative_links_as_text(app, doctree):
+    """A hyperlink in a torch docstring to a page of PyTorch's own
+    documentation by a relative address (```the ctx <context_method_mixins>`_``
+    in ``register_autograd``) would point at nothing on this site: its text
+    stays, unlinked. Addresses with a scheme, and anchors, stay links."""
+    if not app.env.docname.startswith(api_reference.FOLDER + "/"):
+        return
+    for reference in list(doctree.findall(nodes.reference)):
+        uri = reference.get("refuri")
+        if uri and not uri.startswith("#") and "://" not in uri:
+            if not uri.startswith("mailto:"):
+                reference.replace_self(nodes.inline("", "", *reference.children))
+
+
 def leave_out_docstring(app, what, name, obj, options, lines):
     if app.env.temp_data.get(PLAIN) == name:
         lines[:] = []
@@ -449,6 +463,7 @@ def setup(app):
     app.connect("env-check-consistency", check_entries)
     app.connect("missing-reference", docstring_reference_as_text)
     app.connect("doctree-read", translate_cards)
+    app.connect("doctree-read", relative_links_as_text)
     app.add_post_transform(CheckCodeLinks)
     app.add_css_file("api_reference.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -44,7 +44,7 @@ def push_script():
 
 @pytest.fixture(scope="module")
 def colab_run(tmp_path_factory):
-    from workflow_rehearsal import Rehearsal
+    from tests.workflow_rehearsal import Rehearsal
 
     scratch = tmp_path_factory.mktemp("colab-rehearsal")
     (scratch / "mnt").mkdir()

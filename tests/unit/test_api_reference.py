@@ -1,0 +1,36 @@
+"""The API reference extension's doctree rewrites (_ext/api_reference.py)."""
+
+from types import SimpleNamespace
+
+import api_reference
+from docutils.core import publish_doctree
+
+DOCSTRING = (
+    "The ctx is `the same ctx object <context_method_mixins>`_ as in Function.\n"
+    "See `the forum <https://discuss.pytorch.org/>`_ and `below`_.\n\n"
+    ".. _below:\n\nBelow.\n"
+)
+
+
+def links(doctree):
+    return [
+        node.get("refuri") or "#" + node.get("refid", "")
+        for node in doctree.findall(lambda n: n.tagname == "reference")
+    ]
+
+
+def rewritten(docname):
+    doctree = publish_doctree(DOCSTRING)
+    app = SimpleNamespace(env=SimpleNamespace(docname=docname))
+    api_reference.relative_links_as_text(app, doctree)
+    return doctree
+
+
+def test_a_docstring_link_to_pytorchs_own_docs_keeps_its_text_unlinked():
+    doctree = rewritten("api/torch.library.register_autograd")
+    assert links(doctree) == ["https://discuss.pytorch.org/", "#below"]
+    assert "the same ctx object as in Function" in doctree.astext()
+
+
+def test_pages_outside_the_api_reference_are_left_alone():
+    assert "context_method_mixins" in links(rewritten("tutorials/python_custom_ops"))
