@@ -126,3 +126,14 @@ def write_page_records(project, name, results, **fields):
     folder = project / "versions" / "records"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text(json.dumps(written, indent=1) + "\n")
+
+
+# A page whose Prerequisites card names no PyTorch release (and whose first
+# cell has no floor check): what the contract and a strict build refuse.
+NO_VERSION = page_source(
+    "A Page Without a Version",
+    'print("hello")\n',
+    summary="This page forgot to say which PyTorch it needs.",
+    floor=None,
+    prerequisite="NumPy",
+)

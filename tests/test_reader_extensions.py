@@ -16,15 +16,7 @@ from tests.helpers import (
     project_with_example,
     run,
 )
-from tests.pages import page_source
-
-NO_VERSION = page_source(
-    "A Page Without a Version",
-    'print("hello")\n',
-    summary="This page forgot to say which PyTorch it needs.",
-    floor=None,
-    prerequisite="NumPy",
-)
+from tests.pages import NO_VERSION
 
 
 def test_script_without_version_bullet_fails_a_strict_build(tmp_path):

@@ -3,7 +3,7 @@ import textwrap
 import pytest
 
 from pagelib import contract
-from tests.pages import page_source
+from tests.pages import NO_VERSION, page_source
 
 PAGE = page_source(
     summary="Some prose.",
@@ -121,15 +121,6 @@ def test_a_page_without_checklist_or_floor_bullet_has_problems(tmp_path):
     problems = contract.read_script(path)["problems"]
     assert 'no "PyTorch X.Y or later" bullet' in problems[0]
     assert "no Checklist admonition" in problems[1]
-
-
-NO_VERSION = page_source(
-    "A Page Without a Version",
-    'print("hello")\n',
-    summary="This page forgot to say which PyTorch it needs.",
-    floor=None,
-    prerequisite="NumPy",
-)
 
 
 def test_reading_a_script_finds_its_title_and_intro_and_reports_no_version(tmp_path):
