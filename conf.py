@@ -116,10 +116,10 @@ sphinx_gallery_conf = {
     # (.ci/run installs it); without it the build still works.
     "compress_images": ("images", "thumbnails") if shutil.which("optipng") else (),
     "show_signature": False,
-    # The names of torch the pages' code uses: linked to the site's API
-    # reference (_ext/api_reference.py), which lists the pages using each.
-    "doc_module": ("torch",),
-    "backreferences_dir": "api/backreferences",
+    # The names of torch the pages' code uses are linked to the site's API
+    # reference (_ext/api_reference.py) from the .codeobj.json files
+    # Sphinx-Gallery always writes; its backreference files are not needed:
+    # each entry shows the gallery index's own cards of the pages using it.
 }
 
 # A page's section that is also a module to download: written beside the

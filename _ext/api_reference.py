@@ -12,8 +12,11 @@ fetched from the network. Each entry page holds:
   offline site does not load) is shown as plain text under the signature,
   with a line saying so: the build stays clean under ``-W`` without hiding
   any warning of the site's own sources;
-* the pages that use it, as their gallery cards (``.. minigallery::``, from
-  Sphinx-Gallery's backreferences).
+* the pages that use it, as their cards: the gallery index's own cards
+  (translated there in a translated edition), copied in when the entry is
+  written (``MiniGallery``). An edited card therefore rewrites the entries
+  showing it (``rewrite_entries``) without reading them again: reading an
+  entry runs autodoc, writing one does not.
 
 Sphinx-Gallery then links each such name in the pages' code to its entry
 (its doctree-based code links resolve names against the Python domain), in
@@ -31,13 +34,14 @@ from pathlib import Path
 from docutils import nodes
 from docutils.statemachine import StringList
 from docutils.utils import Reporter
+from sphinx import addnodes
 from sphinx.locale import get_translation
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from pagelib import api_reference, gallery, hooks, layout, thumbnails
+from pagelib import api_reference, gallery, hooks, layout
 
 logger = logging.getLogger(__name__)
 _ = get_translation(layout.SITE_CATALOG)
@@ -182,14 +186,8 @@ class ApiEntry(SphinxDirective):
         docstring = nodes.container(
             "", *result, classes=["api-docstring", "language-en"]
         )
-        result = [docstring]
-        backrefs = self.config.sphinx_gallery_conf["backreferences_dir"]
-        examples = Path(self.env.srcdir, backrefs, f"{name}.examples")
-        self.env.note_dependency(str(examples))
         heading = nodes.rubric("", _("Pages that use it"))
-        result.append(heading)
-        result += self._parse([f".. minigallery:: {name}"])
-        return result
+        return [docstring, heading, pages_using(name=name)]
 
     def _parse(self, lines):
         holder = nodes.Element()
@@ -439,21 +437,132 @@ def _is_token(node, css):
     return isinstance(node, nodes.inline) and css in node["classes"]
 
 
-def translate_cards(app, doctree):
-    """In a translated edition, the cards of an entry's pages carry their
-    translated titles, as the gallery's index does (pagelib/thumbnails.py)."""
-    if not layout.is_translation(app.config.language):
-        return
-    if not app.env.docname.startswith(api_reference.FOLDER + "/"):
-        return
-    name = app.env.docname.split("/", 1)[1]
-    pages = getattr(app.env, "api_reference_next", {}).get(name, [])
-    thumbnails.translate(doctree, thumbnails.translations(app, pages))
+# -- Mini-galleries: the cards of the pages using an entry ----------------------
+
+
+class pages_using(nodes.General, nodes.Element):
+    """Where an entry's mini-gallery goes; ``MiniGallery`` fills it in when
+    the entry is written."""
+
+
+def _gallery_indexes(app):
+    """{page docname: the docname of the gallery index showing its card}."""
+    conf = app.config.sphinx_gallery_conf
+    return {
+        docname: (folder / "index").relative_to(app.srcdir).as_posix()
+        for docname, (_source, folder) in gallery.examples(conf, app.srcdir).items()
+    }
+
+
+_CARDS = {}
+
+
+def _doctree_stamp(env, docname):
+    """When this build last wrote ``docname``'s doctree, or None."""
+    path = env.doctreedir / f"{docname}.doctree"
+    return path.stat().st_mtime_ns if path.is_file() else None
+
+
+def gallery_cards(env, index):
+    """{page docname: its card's nodes} in the gallery index ``index`` as
+    this build read it: Sphinx-Gallery's thumbnail, from the ``raw`` node
+    opening ``sphx-glr-thumbcontainer`` to the one holding its title."""
+    key = (str(env.doctreedir), index, _doctree_stamp(env, index))
+    if key not in _CARDS:
+        found = {}
+        if key[2] is not None:
+            for start in env.get_doctree(index).findall(nodes.raw):
+                if 'class="sphx-glr-thumbcontainer"' not in start.astext():
+                    continue
+                card, node = [start], start
+                while not (
+                    isinstance(node, nodes.raw)
+                    and "sphx-glr-thumbnail-title" in node.astext()
+                ):
+                    node = node.next_node(descend=False, siblings=True)
+                    if node is None:
+                        break
+                    card.append(node)
+                xrefs = [x for n in card for x in n.findall(addnodes.pending_xref)]
+                if node is not None and xrefs:
+                    found[xrefs[0]["reftarget"].lstrip("/")] = card
+        _CARDS.clear()
+        _CARDS[key] = found
+    return _CARDS[key]
+
+
+def _card_text(card):
+    return "".join(node.pformat() for node in card)
+
+
+class MiniGallery(SphinxPostTransform):
+    """An entry's mini-gallery: the cards of the pages using it, in course
+    order, copied from the gallery index, before references are resolved
+    (priority 10), so their links and images are this page's own."""
+
+    default_priority = 4
+
+    def run(self, **kwargs):
+        holders = list(self.document.findall(pages_using))
+        if not holders:
+            return
+        indexes = _gallery_indexes(self.app)
+        used = getattr(self.env, "api_reference_next", {})
+        for holder in holders:
+            gallery_div = nodes.container(classes=["sphx-glr-thumbnails"])
+            for page in used.get(holder["name"], []):
+                card = gallery_cards(self.env, indexes.get(page, "")).get(page)
+                if card is None:
+                    logger.warning(
+                        "the card of %s, which uses %s, is in no gallery index",
+                        page,
+                        holder["name"],
+                        location=self.env.docname,
+                        type="api_reference",
+                    )
+                    continue
+                for node in card:
+                    copy = node.deepcopy()
+                    for xref in copy.findall(addnodes.pending_xref):
+                        xref["refdoc"] = self.env.docname
+                    gallery_div += copy
+            holder.replace_self(gallery_div)
+
+
+def rewrite_entries(app, env):
+    """The entries to write again though they were not read: those whose
+    list of pages changed, or one of whose pages' card did (the cards are
+    copied in at writing, ``MiniGallery``)."""
+    used = getattr(env, "api_reference_next", {})
+    indexes = sorted(set(_gallery_indexes(app).values()))
+    stamps = [_doctree_stamp(env, index) for index in indexes]
+    before_used, before_stamps, before_cards = getattr(
+        env, "api_reference_written", ({}, None, {})
+    )
+    if before_used == used and before_stamps == stamps:
+        return []  # no gallery index read again: no card changed
+    cards = {}
+    for index in indexes:
+        for page, card in gallery_cards(env, index).items():
+            cards[page] = _card_text(card)
+    env.api_reference_written = (used, stamps, cards)
+    changed = {
+        page
+        for page in cards.keys() | before_cards.keys()
+        if cards.get(page) != before_cards.get(page)
+    }
+    return [
+        api_reference.entry_docname(name)
+        for name, pages in used.items()
+        if before_used.get(name) != pages or changed.intersection(pages)
+        if api_reference.entry_docname(name) in env.found_docs
+    ]
 
 
 def setup(app):
     app.setup_extension("sphinx.ext.autodoc")
     app.setup_extension("sphinx.ext.napoleon")
+    app.add_node(pages_using)
     app.add_directive("api-entry", ApiEntry)
     app.add_directive("api-index", ApiIndex)
     # After Sphinx-Gallery has written the gallery (priority 500).
@@ -462,8 +571,9 @@ def setup(app):
     app.connect("autodoc-process-docstring", leave_out_docstring, priority=100)
     app.connect("env-check-consistency", check_entries)
     app.connect("missing-reference", docstring_reference_as_text)
-    app.connect("doctree-read", translate_cards)
+    app.connect("env-get-updated", rewrite_entries)
     app.connect("doctree-read", relative_links_as_text)
     app.add_post_transform(CheckCodeLinks)
+    app.add_post_transform(MiniGallery)
     app.add_css_file("api_reference.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

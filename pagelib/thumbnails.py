@@ -3,8 +3,8 @@ hover, its summary), in a translated edition's language.
 
 Sphinx-Gallery writes them as raw HTML, which gettext never sees; the
 translations come from each page's own catalog. The gallery's index
-(``translated_gallery``) and the API reference's mini-galleries
-(``api_reference``) both show such cards.
+(``translated_gallery``) shows such cards, and the API reference's
+mini-galleries (``api_reference``) copy theirs from it.
 """
 
 import ast

@@ -6,7 +6,8 @@ reads the names from the code), then reads the HTML:
 
 * the page's torch names link to entry pages that document them, decorators
   included, at anchors that exist; each entry lists the page as a card, and
-  the API index lists the entries with the page;
+  the API index lists the entries with the page; an edit to the card shows
+  on the entries without their being read again;
 * an entry that documents nothing (its page left out of the build) fails the
   build, naming it: a code link must not point nowhere;
 * a docstring that is not valid reST, or has math, shows as plain text under
@@ -104,6 +105,18 @@ def test_code_names_link_to_entries_that_document_them_and_list_the_page(tmp_pat
     # No address, no Colab link, and nothing said about it.
     assert "colab" not in page.read_text().lower()
     assert "colab" not in process.stderr.lower()
+
+    # The page's card is edited (its summary): the entries show the new card
+    # at once, written again without being read again (no autodoc rerun).
+    entry_doctree = html / ".doctrees" / "api" / "torch.library.opcheck.doctree"
+    read_at = entry_doctree.stat().st_mtime_ns
+    script = folder / "advanced" / f"{PAGE}.py"
+    script.write_text(script.read_text().replace("by a test.", "by a test, edited."))
+    process = build(folder)
+    assert process.returncode == 0, process.stderr[-3000:]
+    entry = (html / "api" / "torch.library.opcheck.html").read_text()
+    assert "made by a test, edited." in entry
+    assert entry_doctree.stat().st_mtime_ns == read_at
 
 
 def test_an_entry_that_documents_nothing_fails_the_build(tmp_path):

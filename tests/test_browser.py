@@ -1,10 +1,12 @@
 """The built site as a reader's browser sees it.
 
 Chromium (Debian's, driven by Playwright) visits every page of
-``_build/html``, served over HTTP from 127.0.0.1, three times, each time from a
-fresh browser profile: at desktop width in the theme's light mode and in its
-dark mode, and at phone width (several browsers at once, each with a share of
-the pages). What it sees is collected once per session
+``_build/html``, served over HTTP from 127.0.0.1, in up to three views, each
+from a fresh browser profile: at desktop width in the theme's light mode and
+in its dark mode, and at phone width (several browsers at once, each with a
+share of the pages). Every page gets the first view; the API reference's
+entries, one template around a docstring, get the other two as
+``tests/survey_plan.py`` plans them. What it sees is collected once per session
 (``survey``), and each test below checks one property of it: pages load
 without console errors, images decode, links resolve, requests stay on the
 serving host, nothing scrolls sideways on a phone, text is readable in both
@@ -34,6 +36,7 @@ from urllib.parse import unquote, urldefrag, urlsplit
 import pytest
 
 from pagelib import layout, records, translation
+from tests import survey_plan
 from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
 CHROMIUM_ARGS = [
@@ -290,7 +293,8 @@ SURVEY_BROWSERS = 2 * (os.cpu_count() or 1)
 
 
 def survey_share(executable, base, pages, screenshots, all_requests):
-    """Visit ``pages`` in every view with a browser of this thread's own."""
+    """Visit ``pages`` ({page: its planned views}) with a browser of this
+    thread's own."""
     from playwright.sync_api import sync_playwright
 
     visits = {}
@@ -305,7 +309,9 @@ def survey_share(executable, base, pages, screenshots, all_requests):
             # every page would fetch every asset again.) Other hosts are
             # unknown to the browser (CHROMIUM_ARGS), so nothing leaves.
             context.on("request", lambda request: all_requests.append(request.url))
-            for page_path in pages:
+            for page_path, planned in pages.items():
+                if (width_name, mode) not in planned:
+                    continue
                 visits[page_path, width_name, mode] = visit(
                     context, base, page_path, width_name, mode, screenshots
                 )
@@ -321,7 +327,11 @@ def survey(browser, site, served):
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     screenshots = None if in_ci() else SCREENSHOTS
     all_requests = []
-    shares = [pages[i::SURVEY_BROWSERS] for i in range(SURVEY_BROWSERS)]
+    plan = survey_plan.plan(pages, lambda page: (site.html / page).read_text())
+    shares = [
+        {page: plan[page] for page in pages[i::SURVEY_BROWSERS]}
+        for i in range(SURVEY_BROWSERS)
+    ]
     with concurrent.futures.ThreadPoolExecutor(len(shares)) as pool:
         parts = pool.map(
             lambda share: survey_share(
@@ -330,14 +340,17 @@ def survey(browser, site, served):
             [share for share in shares if share],
         )
         visits = {key: found for part in parts for key, found in part.items()}
+    assert set(visits) == {(p, *view) for p, views in plan.items() for view in views}
     return Survey(
         base=served, pages=pages, visits=visits, html=site.html, requests=all_requests
     )
 
 
 def each(survey, width_name="desktop", mode="light"):
+    """The pages visited in this view, with what each showed."""
     for page_path in survey.pages:
-        yield page_path, survey.visits[page_path, width_name, mode]
+        if (page_path, width_name, mode) in survey.visits:
+            yield page_path, survey.visits[page_path, width_name, mode]
 
 
 # -- The tests ------------------------------------------------------------------
