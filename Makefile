@@ -72,9 +72,12 @@ html-noplot: venv
 
 # The fast lane: what to run after every edit. Nothing here runs a page; a
 # stale version record, a broken reference or an untranslated message fails it.
+# Its no-plot build has a build directory of its own: its configuration differs
+# from `make html`'s (plot_gallery), and sharing _build/html would make the
+# next `make html` write every page again.
 check: lint workflows-lint pagelint unit
 	$(BIN)/python tools/catalogs.py check
-	$(MAKE) --no-print-directory html-noplot
+	$(MAKE) --no-print-directory html-noplot BUILDDIR=$(BUILDDIR)/check
 
 # Every piece a page lacks besides its script, one line each with the file to
 # edit (pagelib/pagelint.py). Before the unit tests, so that a new page gets the

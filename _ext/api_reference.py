@@ -45,9 +45,6 @@ from pagelib import api_reference, gallery, hooks, layout
 
 logger = logging.getLogger(__name__)
 _ = get_translation(layout.SITE_CATALOG)
-# temp_data key: the entry whose docstring autodoc must leave out (the
-# directive shows it as plain text instead).
-PLAIN = "api_reference_plain_docstring"
 # The page that holds ``.. api-index::``.
 INDEX_DOC = "api_index"
 
@@ -171,16 +168,9 @@ class ApiEntry(SphinxDirective):
         # Its CUDA notice says nothing about the build (pagelib/hooks.py).
         hooks.quietly_import_cpp_extension()
         obj = _resolve(name)
-        directive = f".. auto{_kind(name, obj)}:: {name}"
-        problem = self._probe(directive)
+        result, problem = self._render(f".. auto{_kind(name, obj)}:: {name}")
         if problem:
-            self.env.temp_data[PLAIN] = name
-        try:
-            result = self._parse([directive])
-        finally:
-            self.env.temp_data.pop(PLAIN, None)
-        if problem:
-            result += self._plain_docstring(obj, problem)
+            result = _signature_only(result) + self._plain_docstring(obj, problem)
         # torch's docstrings are English in every edition; a Chinese page says
         # so (lang="en"), for screen readers and the browser tests.
         docstring = nodes.container(
@@ -198,32 +188,34 @@ class ApiEntry(SphinxDirective):
         )
         return list(holder.children)
 
-    def _probe(self, directive):
-        """Render the entry once, unindexed, with docutils' messages collected
-        instead of reported: the first problem its docstring has, or None."""
+    def _render(self, directive):
+        """(nodes, problem): the entry rendered once by autodoc, with
+        docutils' messages about its docstring collected instead of reported,
+        and the first problem they or the result show (None if none)."""
         document = self.state.document
         memo = self.state.memo
         saved = document.reporter, memo.reporter
-        names = dict(document.nameids), dict(document.nametypes), dict(document.ids)
-        probe = Reporter(saved[0].source, Reporter.SEVERE_LEVEL + 1, 5)
+        collector = Reporter(saved[0].source, Reporter.SEVERE_LEVEL + 1, 5)
         messages = []
-        probe.attach_observer(messages.append)
-        document.reporter = memo.reporter = probe
+        collector.attach_observer(messages.append)
+        document.reporter = memo.reporter = collector
         try:
-            rendered = self._parse([directive, "   :no-index:"])
+            rendered = self._parse([directive])
         finally:
             document.reporter, memo.reporter = saved
-            document.nameids, document.nametypes, document.ids = names
         for message in messages:
             if message["level"] >= Reporter.WARNING_LEVEL:
                 text = message.children[0].astext() if message.children else ""
-                return text.rstrip(".") or message["type"]
+                return rendered, text.rstrip(".") or message["type"]
         for node in rendered:
             if next(iter(node.findall(nodes.math)), None) is not None or next(
                 iter(node.findall(nodes.math_block)), None
             ):
-                return _("it has mathematics, which this offline site does not typeset")
-        return None
+                problem = _(
+                    "it has mathematics, which this offline site does not typeset"
+                )
+                return rendered, problem
+        return rendered, None
 
     def _plain_docstring(self, obj, problem):
         note = nodes.paragraph(
@@ -268,9 +260,18 @@ def relative_links_as_text(app, doctree):
                 reference.replace_self(nodes.inline("", "", *reference.children))
 
 
-def leave_out_docstring(app, what, name, obj, options, lines):
-    if app.env.temp_data.get(PLAIN) == name:
-        lines[:] = []
+def _signature_only(rendered):
+    """What autodoc rendered, less the docstring: the index entries and
+    targets, and each description's signature with its content emptied."""
+    kept = []
+    for node in rendered:
+        if isinstance(node, addnodes.desc):
+            for content in node.findall(addnodes.desc_content):
+                content.children = []
+            kept.append(node)
+        elif isinstance(node, (addnodes.index, nodes.target)):
+            kept.append(node)
+    return kept
 
 
 class ApiIndex(SphinxDirective):
@@ -568,7 +569,6 @@ def setup(app):
     # After Sphinx-Gallery has written the gallery (priority 500).
     app.connect("builder-inited", generate_entries, priority=900)
     app.connect("env-get-outdated", reread_index)
-    app.connect("autodoc-process-docstring", leave_out_docstring, priority=100)
     app.connect("env-check-consistency", check_entries)
     app.connect("missing-reference", docstring_reference_as_text)
     app.connect("env-get-updated", rewrite_entries)

@@ -162,6 +162,8 @@ def test_a_docstring_that_does_not_render_shows_as_plain_text(tmp_path):
         # The signature is still there, as autodoc renders it.
         assert f'id="{name}"' in entry, name
     assert "never closed" in (api / "torch.library.opcheck.html").read_text()
+    # Only as text: none of the docstring is rendered beside it.
+    assert 'class="math' not in (api / "torch.compile.html").read_text()
     # A docstring that renders is rendered, not shown as text.
     custom_op = (api / "torch.library.custom_op.html").read_text()
     assert "api-plain-note" not in custom_op
