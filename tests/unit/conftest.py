@@ -54,12 +54,14 @@ def matrix_project(tmp_path):
 def sphinx_build():
     """``build(srcdir, **confoverrides)``: build ``srcdir`` to HTML in this
     process, from scratch, into ``srcdir/_build``; returns what it warned.
+    ``fresh=False`` builds on what the last build left there, and a
+    ``status`` stream receives what it printed.
 
     For a test that needs Sphinx and the project's extensions but runs no
     example: it takes a fraction of a second, where `make html` takes many.
     """
 
-    def build(srcdir, **confoverrides):
+    def build(srcdir, *, fresh=True, status=None, **confoverrides):
         warnings = []
 
         class Warnings:
@@ -79,9 +81,9 @@ def sphinx_build():
                 srcdir / "_build" / ".doctrees",
                 "html",
                 confoverrides=confoverrides,
-                status=None,
+                status=status,
                 warning=Warnings(),
-                freshenv=True,
+                freshenv=fresh,
             )
             app.build()
         return "".join(warnings)

@@ -5,9 +5,6 @@ small project with the site's third-party extensions, running no example."""
 
 import io
 
-from sphinx.application import Sphinx
-from sphinx.util.docutils import docutils_namespace
-
 CONF = """
 extensions = [
     "sphinx_gallery.gen_gallery",
@@ -36,28 +33,14 @@ print("hello")
 '''
 
 
-def build(srcdir):
-    """What the build printed."""
+def build(sphinx_build, srcdir):
+    """What the build printed, building on what the last one left."""
     status = io.StringIO()
-    # docutils_namespace: the directives and roles the extensions register are
-    # forgotten afterwards (Sphinx's math directive would otherwise outlive the
-    # build and break the Markdown writer's tests in the same process).
-    with docutils_namespace():
-        app = Sphinx(
-            srcdir,
-            srcdir,
-            srcdir / "_build",
-            srcdir / "_build" / ".doctrees",
-            "html",
-            confoverrides={"plot_gallery": 0},
-            status=status,
-            warning=io.StringIO(),
-        )
-        app.build()
+    sphinx_build(srcdir, fresh=False, status=status, plot_gallery=0)
     return status.getvalue()
 
 
-def test_a_second_build_finds_the_configuration_unchanged(tmp_path):
+def test_a_second_build_finds_the_configuration_unchanged(tmp_path, sphinx_build):
     (tmp_path / "conf.py").write_text(CONF)
     (tmp_path / "index.rst").write_text(
         "Site\n====\n\n.. toctree::\n\n   gallery/index\n"
@@ -67,8 +50,8 @@ def test_a_second_build_finds_the_configuration_unchanged(tmp_path):
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
     (tmp_path / "examples" / "plot_page.py").write_text(EXAMPLE)
-    first = build(tmp_path)
+    first = build(sphinx_build, tmp_path)
     assert "build succeeded" in first, first
-    second = build(tmp_path)
+    second = build(sphinx_build, tmp_path)
     assert "build succeeded" in second, second
     assert "configuration has changed" not in second, second
