@@ -59,13 +59,7 @@ class TutorialCards(SphinxDirective):
             order = CourseOrder(str(folder))
             for name in sorted((p.name for p in folder.glob("*.py")), key=order):
                 path = folder / name
-                env.note_dependency(str(path))
-                card = read_script(path)
-                versions = records.read(env.srcdir, path)
-                card["version"] = versions.floor if versions.trusted else None
-                env.note_dependency(
-                    str(Path(env.srcdir) / records.RECORDS / f"{path.stem}.json")
-                )
+                card = _read_card(env, path)
                 if name in COURSE:
                     card["summary"] = COURSE[name]
                 else:
@@ -135,6 +129,34 @@ class TutorialCards(SphinxDirective):
         return lines
 
 
+def _read_card(env, path):
+    """A script's card: its title, summary, problems (``read_script``) and
+    floor (``records.read``), on which the document depends. Kept with the
+    environment and reused while the script, its records and the matrix are
+    the same files: a prose edit to one page reads one script, not all."""
+    inputs = [
+        path,
+        Path(env.srcdir) / records.RECORDS / f"{path.stem}.json",
+        Path(env.srcdir) / records.MATRIX,
+    ]
+    for dependency in inputs:
+        env.note_dependency(str(dependency))
+    stamp = tuple(
+        (f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None
+        for f in inputs
+    )
+    kept = getattr(env, "tutorial_cards_read", {})
+    if kept.get(str(path), (None,))[0] != stamp:
+        card = read_script(path)
+        versions = records.read(env.srcdir, path)
+        card["version"] = versions.floor if versions.trusted else None
+        kept[str(path)] = (stamp, card)
+        env.tutorial_cards_read = kept
+    card = dict(kept[str(path)][1])
+    card["problems"] = list(card["problems"])
+    return card
+
+
 def reread_card_documents(app, env, added, changed, removed):
     """Read the documents with cards again when a script came or went.
 
@@ -157,6 +179,10 @@ def merge(app, env, docnames, other):
     env.tutorial_cards_docs = getattr(env, "tutorial_cards_docs", set()) | (
         getattr(other, "tutorial_cards_docs", set()) & set(docnames)
     )
+    env.tutorial_cards_read = {
+        **getattr(env, "tutorial_cards_read", {}),
+        **getattr(other, "tutorial_cards_read", {}),
+    }
 
 
 def setup(app):
@@ -166,10 +192,11 @@ def setup(app):
     app.connect("env-merge-info", merge)
     return {
         "version": "1.0",
-        # It keeps tutorial_cards_docs and tutorial_cards_pages on the build
-        # environment: a change to what they hold must raise this number, so
-        # that Sphinx drops a pickled environment with the old kind.
-        "env_version": 1,
+        # It keeps tutorial_cards_docs, tutorial_cards_pages and
+        # tutorial_cards_read on the build environment: a change to what they
+        # hold must raise this number, so that Sphinx drops a pickled
+        # environment with the old kind.
+        "env_version": 2,
         "parallel_read_safe": True,
         "parallel_write_safe": True,
     }
