@@ -64,6 +64,9 @@ def generate_entries(app):
             api_reference.read_codeobjs(_examples(app), app.srcdir)
         )
         used, aliases = _entries(app.env, found)
+    # The last build's usage, kept with the environment: what the index and
+    # the entries compare with (reread_index, rewrite_entries).
+    app.env.api_reference_before = getattr(app.env, "api_reference_next", None)
     app.env.api_reference_next = used
     app.env.api_reference_aliases = aliases
     folder = Path(app.srcdir) / api_reference.FOLDER
@@ -119,10 +122,8 @@ def _entries(env, found):
 def reread_index(app, env, added, changed, removed):
     """The pages holding ``.. api-index::`` are read again when the list of
     entries or the pages using them changed."""
-    used = getattr(env, "api_reference_next", {})
-    if getattr(env, "api_reference_usage", None) == used:
+    if getattr(env, "api_reference_before", None) == env.api_reference_next:
         return []
-    env.api_reference_usage = used
     return [INDEX_DOC] if INDEX_DOC in env.found_docs else []
 
 
@@ -534,19 +535,18 @@ def rewrite_entries(app, env):
     """The entries to write again though they were not read: those whose
     list of pages changed, or one of whose pages' card did (the cards are
     copied in at writing, ``MiniGallery``)."""
-    used = getattr(env, "api_reference_next", {})
+    used = env.api_reference_next
+    before_used = env.api_reference_before or {}
     indexes = sorted(set(_gallery_indexes(app).values()))
     stamps = [_doctree_stamp(env, index) for index in indexes]
-    before_used, before_stamps, before_cards = getattr(
-        env, "api_reference_written", ({}, None, {})
-    )
+    before_stamps, before_cards = getattr(env, "api_reference_cards", (None, {}))
     if before_used == used and before_stamps == stamps:
         return []  # no gallery index read again: no card changed
     cards = {}
     for index in indexes:
         for page, card in gallery_cards(env, index).items():
             cards[page] = _card_text(card)
-    env.api_reference_written = (used, stamps, cards)
+    env.api_reference_cards = (stamps, cards)
     changed = {
         page
         for page in cards.keys() | before_cards.keys()
