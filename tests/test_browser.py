@@ -277,14 +277,11 @@ def visit(context, base, page_path, width_name, mode, shots):
     return result
 
 
-# The three views of the survey: a fresh profile each (no stored theme
-# choice, no cache). Phone width in dark mode would measure nothing that the
-# other three miss.
-VIEWS = [
-    ("desktop", DESKTOP, "light"),
-    ("desktop", DESKTOP, "dark"),
-    ("phone", PHONE, "light"),
-]
+# The survey's views (survey_plan.VIEWS: desktop light and dark, phone light)
+# at these widths, each from a fresh profile (no stored theme choice, no
+# cache). Phone width in dark mode would measure nothing that the other three
+# miss.
+VIEWPORTS = {"desktop": DESKTOP, "phone": PHONE}
 # Browsers that visit pages at once, each in a thread of its own with its own
 # Playwright (its API is not thread-safe). A visit spends about a third of its
 # time waiting (for the network to go idle, for fonts), so more browsers than
@@ -302,8 +299,10 @@ def survey_share(executable, base, pages, screenshots, all_requests):
         chromium = playwright.chromium.launch(
             executable_path=executable, args=CHROMIUM_ARGS
         )
-        for width_name, viewport, mode in VIEWS:
-            context = chromium.new_context(viewport=viewport, color_scheme=mode)
+        for width_name, mode in survey_plan.VIEWS:
+            context = chromium.new_context(
+                viewport=VIEWPORTS[width_name], color_scheme=mode
+            )
             # Every request of the survey, from pages, workers or frames. (A
             # route would see them too, but it turns the browser's cache off:
             # every page would fetch every asset again.) Other hosts are
