@@ -1,0 +1,3 @@
+from operator_checker.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,355 @@
+"""Checking an operator in a child process, so that its crash is a row.
+
+The parent starts ``python -m operator_checker.isolation SPEC``. The child
+finds each operator by name, loads its samples, and runs the checks; it
+announces every step (a check on a variant, or the eager calls that make the
+variants) before it starts and streams every row as it is added, as JSON
+lines. When the child dies of a signal, exits early or stays silent in one
+step for longer than ``timeout``, the parent records a failed row for the step
+it was in ("crashed the process: SIGSEGV on #0 strided float32 cpu"), and
+starts a fresh child that skips the steps already done and the one that
+crashed. The parent imports no torch: the command stays quick to start, and
+nothing the operator does can reach it.
+"""
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from operator_checker.report import Report, Row, see_for
+
+# More crashes than this in one operator's run, and the rest is not checked.
+MAX_CRASHES = 40
+
+
+class JobError(Exception):
+    """The child could not check an operator: a bad target, a failed import,
+    samples that do not fit; said in one line."""
+
+
+@dataclasses.dataclass
+class Job:
+    """One operator for the child: a target, what registers it, a samples
+    file and ``check_operator``'s options (JSON: dtypes by name)."""
+
+    target: str
+    samples: str  # a file written by save_samples
+    sample_key: str | None = None  # its entry for this operator (None: the only one)
+    imports: list = dataclasses.field(default_factory=list)
+    options: dict = dataclasses.field(default_factory=dict)
+    done: list = dataclasses.field(default_factory=list)
+    crashed: list = dataclasses.field(default_factory=list)
+
+
+def signal_name(returncode):
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def last_words(log):
+    """The last line the child wrote to its stderr, if any."""
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def run_jobs(jobs, timeout=300.0, echo=None):
+    """Check each job's operator in child processes; a ``Report`` or a
+    ``JobError`` per job, in order. ``echo(line)`` gets the child's progress."""
+    results = [None] * len(jobs)
+    state = [
+        {"rows": [], "keys": set(), "seconds": {}, "variants": 0, "crashes": 0}
+        for _ in jobs
+    ]
+    current = 0
+    with tempfile.TemporaryDirectory(prefix="operator-checker-") as folder:
+        attempt = 0
+        while current < len(jobs):
+            attempt += 1
+            spec = Path(folder) / f"spec-{attempt}.json"
+            events = Path(folder) / f"events-{attempt}.jsonl"
+            log = Path(folder) / f"child-{attempt}.log"
+            events.touch()
+            spec.write_text(
+                json.dumps(
+                    {
+                        "events": str(events),
+                        "first": current,
+                        "jobs": [dataclasses.asdict(job) for job in jobs],
+                    }
+                )
+            )
+            pending, outcome = None, None
+            with open(log, "wb") as log_file, open(events) as stream:
+                child = subprocess.Popen(
+                    [sys.executable, "-m", "operator_checker.isolation", str(spec)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    env=child_environment(),
+                )
+                last, buffer = time.monotonic(), ""
+                while outcome is None:
+                    returncode = child.poll()
+                    chunk = stream.read()
+                    buffer += chunk
+                    *complete, buffer = buffer.split("\n")
+                    for line in complete:
+                        if not line:
+                            continue
+                        event = json.loads(line)
+                        last = time.monotonic()
+                        index = event["job"]
+                        current = max(current, index)
+                        kind = event["event"]
+                        if kind == "start":
+                            pending = (index, event["check"], event["variant"])
+                            if echo:
+                                _, check, variant = pending
+                                echo(f"{jobs[index].target}: {check} on {variant}")
+                        elif kind == "row":
+                            row = Row(**event["row"])
+                            key = (row.check, row.variant)
+                            if dataclasses.astuple(row) not in {
+                                dataclasses.astuple(r)
+                                for r in state[index]["rows"][-50:]
+                            }:
+                                state[index]["rows"].append(row)
+                            jobs[index].done.append(key)
+                            state[index]["seconds"] = event["seconds"]
+                        elif kind == "error":
+                            results[index] = JobError(event["message"])
+                            current, pending = index + 1, None
+                        elif kind == "done":
+                            report = Report(event["operator"], event["variants"])
+                            report.rows = state[index]["rows"]
+                            report.seconds = add_seconds(
+                                state[index].get("spent", {}), event["seconds"]
+                            )
+                            results[index] = report
+                            current, pending = index + 1, None
+                    if chunk:
+                        continue
+                    if returncode is not None:
+                        outcome = (
+                            "exited" if returncode == 0 else signal_name(returncode)
+                        )
+                    elif pending and time.monotonic() - last > timeout:
+                        kill(child)
+                        outcome = f"hung: no result within {timeout:g} s (timeout)"
+                    else:
+                        time.sleep(0.05)
+            if outcome == "exited" or current >= len(jobs):
+                break
+            # The child died, or hung and was killed.
+            if pending is None:
+                if results[current] is None:
+                    said = last_words(log)
+                    results[current] = JobError(
+                        f"the child process ended ({outcome}) before checking "
+                        f"{jobs[current].target}" + (f": {said}" if said else "")
+                    )
+                current += 1
+                continue
+            index, check, variant = pending
+            said = last_words(log)
+            what = (
+                outcome
+                if outcome.startswith("hung")
+                else f"crashed the process: {outcome}"
+            )
+            detail = f"{what} on {variant}" + (
+                f" (last output: {said})" if said else ""
+            )
+            state[index]["rows"].append(
+                Row(check, variant, "failed", detail, see_for(check, detail))
+            )
+            state[index]["spent"] = add_seconds(
+                state[index].get("spent", {}), state[index]["seconds"]
+            )
+            jobs[index].crashed.append((check, variant))
+            state[index]["crashes"] += 1
+            if state[index]["crashes"] >= MAX_CRASHES:
+                report = Report(jobs[index].target, state[index]["variants"])
+                report.rows = state[index]["rows"] + [
+                    Row(
+                        "eager",
+                        "all",
+                        "failed",
+                        f"{MAX_CRASHES} crashes: the remaining checks were not run",
+                    )
+                ]
+                results[index] = report
+                current = index + 1
+    return results
+
+
+def add_seconds(first, second):
+    return {k: first.get(k, 0) + second.get(k, 0) for k in {*first, *second}}
+
+
+def kill(child):
+    child.kill()
+    child.wait()
+
+
+def child_environment():
+    """The parent's environment, with this package importable."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
+    env.setdefault("PYTHONFAULTHANDLER", "")
+    return env
+
+
+# -- The Python API: check_operator(..., isolate=True) -------------------------
+
+
+def target_of(op):
+    """The name a child finds ``op`` by, and the module that defines it."""
+    import torch
+
+    if isinstance(op, str):
+        return op, None
+    module = None
+    init = getattr(op, "_init_fn", None)  # a custom_op's CustomOpDef
+    if init is not None:
+        module = init.__module__
+        if module == "__main__":
+            raise JobError(
+                f"isolate=True runs {op._qualname} in a fresh process, which cannot "
+                "import __main__: define it in a module, or pass imports=[path to "
+                "the .py file that defines it]"
+            )
+    op = getattr(op, "_opoverload", op)
+    if isinstance(op, torch._ops.OpOverload):
+        return f"{op._schema.name}.{op._overloadname}", module
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        return op._qualified_op_name, module
+    raise JobError(
+        f"{op!r} is not an operator: pass a custom_op, torch.ops.ns.name or one "
+        "of its overloads"
+    )
+
+
+def options_as_json(options):
+    """``check_operator``'s options with dtypes by name."""
+    options = dict(options)
+    options["dtypes"] = [str(d).removeprefix("torch.") for d in options["dtypes"]]
+    if options.get("devices") is not None:
+        options["devices"] = [str(d) for d in options["devices"]]
+    if not isinstance(options["nondifferentiable"], dict):
+        options["nondifferentiable"] = dict.fromkeys(
+            options["nondifferentiable"], "declared"
+        )
+    return options
+
+
+def check_isolated(op, samples, imports=(), timeout=300.0, options=None):
+    """``check_operator(op, samples, isolate=True, ...)``: a ``Report``."""
+    import torch
+
+    from operator_checker.samples import save_samples
+
+    target, module = target_of(op)
+    imports = [*torch.ops.loaded_libraries, *([module] if module else []), *imports]
+    with tempfile.TemporaryDirectory(prefix="operator-checker-samples-") as folder:
+        path = os.path.join(folder, "samples.pt")
+        save_samples(path, {"sample": samples})
+        job = Job(target, path, "sample", list(imports), options_as_json(options))
+        (result,) = run_jobs([job], timeout=timeout)
+    if isinstance(result, JobError):
+        raise result
+    return result
+
+
+# -- The child ----------------------------------------------------------------
+
+
+def child(spec_path):
+    spec = json.loads(Path(spec_path).read_text())
+    events = open(spec["events"], "a", buffering=1)
+
+    def emit(**event):
+        events.write(json.dumps(event) + "\n")
+        events.flush()
+
+    import torch
+
+    from operator_checker.core import Steps, run_checks
+    from operator_checker.samples import load_samples, qualified_name
+    from operator_checker.targets import TargetError, resolve
+
+    for index, job in enumerate(spec["jobs"]):
+        if index < spec["first"]:
+            continue
+        job = Job(**job)
+        try:
+            op = resolve(job.target, job.imports)
+            samples = samples_for(load_samples(job.samples), job, qualified_name(op))
+        except (TargetError, ValueError, OSError) as error:
+            emit(event="error", job=index, message=str(error))
+            continue
+        report = Report(job.target)
+        report.listener = lambda row, i=index, r=report: emit(
+            event="row", job=i, row=dataclasses.asdict(row), seconds=r.seconds
+        )
+        steps = Steps(
+            job.done,
+            job.crashed,
+            announce=lambda check, variant, i=index: emit(
+                event="start", job=i, check=check, variant=variant
+            ),
+        )
+        options = dict(job.options)
+        options["dtypes"] = tuple(getattr(torch, d) for d in options["dtypes"])
+        try:
+            run_checks(op, samples, **options, steps=steps, report=report)
+        except (
+            TypeError,
+            ValueError,
+        ) as error:  # samples or declarations that do not fit
+            emit(event="error", job=index, message=f"{job.target}: {error}")
+            continue
+        emit(
+            event="done",
+            job=index,
+            operator=report.operator,
+            variants=report.variants,
+            seconds=report.seconds,
+        )
+    events.close()
+
+
+def samples_for(found, job, name):
+    """The samples of ``job``'s operator (``name``) in what ``load_samples`` read."""
+    key = job.sample_key or (name if name in found else None)
+    if key is not None:
+        if key not in found:
+            raise ValueError(
+                f"{job.samples} holds no samples for {key}; it holds "
+                f"{', '.join(found) or 'none'}"
+            )
+        return found[key]
+    if len(found) == 1:
+        return next(iter(found.values()))
+    raise ValueError(
+        f"{job.samples} holds no samples for {name}; it holds {', '.join(found)}"
+    )
+
+
+if __name__ == "__main__":
+    child(sys.argv[1])

@@ -1,0 +1,350 @@
+"""The report
+----------
+Every check on every variant adds one ``Row``. Printing the report groups
+the rows of a check that share an outcome and a cause (numbers aside), and
+names the page and section that teach the fix of a failure, or the remedy
+of a limitation.
+
+Causes and fixes
+----------------
+A row's detail is the deepest error of the chain, whole, without the
+traceback and the hints PyTorch appends: a C++ check's file and line go,
+the message that Dynamo's wrapper quotes comes out. The detail then picks
+the page and section that teach the fix, first match first.
+"""
+
+import contextlib
+import dataclasses
+import logging
+import os
+import re
+import textwrap
+import time
+import warnings
+
+OUTCOMES = ("failed", "limitation", "not applicable", "skipped", "passed")
+CHECKS = (
+    "eager",
+    "test_schema",
+    "test_autograd_registration",
+    "test_faketensor",
+    "test_aot_dispatch_dynamic",
+    "layout",
+    "gradients",
+    "gradcheck",
+    "gradgradcheck",
+    "forward AD",
+    "vmap",
+    "compiled",
+    "compiled dynamic",
+    "export + load",
+    "export decomposed",
+    "recompiles",
+)
+
+# The fast checks, for a pre-commit hook: opcheck's four tests and vmap.
+QUICK_CHECKS = (*CHECKS[1:5], "vmap")
+
+
+def left_out(only, quick, skip):
+    """The checks that ``only`` and ``quick`` leave out, with the reason."""
+    if only is not None:
+        unknown = [name for name in only if name not in CHECKS]
+        if unknown:
+            raise ValueError(f"only: {unknown[0]!r} is not a check: {CHECKS}")
+    chosen = set(CHECKS if only is None else only) & set(CHECKS[1:])
+    if quick:
+        chosen &= set(QUICK_CHECKS)
+    why = "left out by only=" if not quick else "quick: not one of the fast checks"
+    return {c: why for c in CHECKS[1:] if c not in chosen and c not in skip}
+
+
+@dataclasses.dataclass
+class Row:
+    check: str
+    variant: str
+    outcome: str  # one of OUTCOMES
+    detail: str = ""
+    see: str = ""  # the course's page and section with the fix or remedy
+
+
+@dataclasses.dataclass
+class Report:
+    operator: str
+    variants: int = 0
+    rows: list = dataclasses.field(default_factory=list)
+    seconds: dict = dataclasses.field(default_factory=dict)  # per check
+    # Called with each row as it is added (an isolated run's child streams
+    # them to its parent, so that a crash loses none).
+    listener: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    def add(self, row):
+        """Add ``row``, and tell the listener."""
+        self.rows.append(row)
+        if self.listener is not None:
+            self.listener(row)
+
+    @property
+    def passed(self):
+        return bool(self.rows) and not self.failed
+
+    @property
+    def failed(self):
+        return [row for row in self.rows if row.outcome == "failed"]
+
+    @property
+    def limitations(self):
+        return [row for row in self.rows if row.outcome == "limitation"]
+
+    def spent(self, what, start):
+        """Add the seconds since ``start`` to ``what``'s time."""
+        self.seconds[what] = self.seconds.get(what, 0) + time.perf_counter() - start
+
+    def outcome(self, check):
+        """The worst outcome of ``check`` over the variants."""
+        outcomes = {row.outcome for row in self.rows if row.check == check}
+        return next((o for o in OUTCOMES if o in outcomes), "")
+
+    def groups(self):
+        """The rows, grouped by check, outcome and cause."""
+        grouped = {}
+        order = sorted(self.rows, key=lambda row: CHECKS.index(row.check))
+        for row in order:
+            cause_key = re.sub(r"\d+", "#", row.detail)
+            grouped.setdefault((row.check, row.outcome, cause_key), []).append(row)
+        return list(grouped.values())
+
+    def __str__(self):
+        limits = len({row.detail for row in self.limitations})
+        verdict = "passed" if self.passed else f"{len(self.failed)} rows failed"
+        seconds = sum(self.seconds.values())
+        lines = [
+            f"{self.operator}: {self.variants} variants, {verdict}, "
+            f"{limits} limitation{'s' * (limits != 1)}, {seconds:.1f} s"
+        ]
+        for group in self.groups():
+            first, ran = group[0], [r for r in self.rows if r.check == group[0].check]
+            shown = first.variant
+            if len(group) == len(ran) > 1:
+                shown = f"all {len(ran)} variants"
+            elif len(group) > 1:
+                shown += f" and {len(group) - 1} more"
+            lines.append(f"  {first.check}: {first.outcome}, {shown}")
+            notes = [first.detail]
+            if first.see:
+                label = "fix" if first.outcome == "failed" else "remedy"
+                notes.append(f"{label}: {first.see}")
+            for note in filter(None, notes):
+                lines += textwrap.wrap(
+                    note, 68, initial_indent=" " * 6, subsequent_indent=" " * 8
+                )
+        return "\n".join(lines)
+
+
+NOISE = re.compile(
+    r"\n\s*(from user code:|Set TORCH_LOGS|Exception raised from|While executing"
+    r"|Original traceback|For more information|Developer debug context"
+    r"|Explanation:|Hint:|To execute this test|The above exception)"
+)
+CPP_LOCATION = re.compile(r"^[^,]+, \S+\.(?:cpp|cu|cuh|h|hpp):\d+, ")
+QUOTED = re.compile(r"got (\w+)\((['\"])(.*?)\2\)", re.S)
+DEBUG_CONTEXT = re.compile(r"Developer debug context: (\w+(?:Error|Exception)) (.*)")
+
+
+def deepest(error):
+    """The innermost error that ``error`` names as its cause and that has a
+    message. An error raised while another was handled is not caused by it."""
+    chain = [error]
+    while True:
+        inner = getattr(chain[-1], "inner_exception", None) or chain[-1].__cause__
+        if not isinstance(inner, BaseException) or inner in chain:
+            break
+        chain.append(inner)
+    return next((e for e in reversed(chain) if str(e).strip()), error)
+
+
+def cause(error):
+    """The deepest error's type and message, on one line."""
+    inner = deepest(error)
+    kind, text = type(inner).__name__, str(inner).strip()
+    quoted = QUOTED.search(text)  # what Dynamo's run with fake tensors got
+    context = DEBUG_CONTEXT.search(text)
+    if quoted:
+        kind, text = quoted.group(1), quoted.group(3).replace("\\'", "'")
+    elif context:
+        kind, text = context.groups()
+    text = NOISE.split("\n" + text)[0]
+    text = re.split(r",?\s*numerical:", text)[0]  # gradcheck's Jacobians
+    return f"{kind}: {CPP_LOCATION.sub('', ' '.join(text.split()))}"
+
+
+SHAPES = "Fake Kernels and Dynamic Shapes"
+TROUBLE = "Troubleshooting Custom Operators"
+MUTABLE = "Functional and Mutable Operators"
+PYTHON_OPS = "Custom Python Operators"
+LAYOUTS_PAGE = "Layouts, CUDA Graphs and Streams"
+EDGES = "Sharp Edges: PyTorch Behaviours That Surprise Operator Authors"
+FIXES = [  # (check, pattern of the detail, page, section): the first match wins
+    ("", r"torch\.no_grad", "What a Custom Operator Costs",
+     "Switching autograd off, properly"),
+    ("", r"^no backward", PYTHON_OPS, "Adding training support for crop"),
+    ("", r"^no double backward", TROUBLE, "A backward written in NumPy"),
+    ("eager", r"", LAYOUTS_PAGE, "What the operator receives"),
+    ("gradients", r"", PYTHON_OPS, "Adding training support for crop"),
+    ("test_autograd", r"", PYTHON_OPS, "Adding training support for crop"),
+    ("gradcheck", r"", PYTHON_OPS, "gradcheck catches it"),
+    ("gradgradcheck", r"", TROUBLE, "A backward written in NumPy"),
+    ("forward AD", r"", "Custom Operators in Function Transforms",
+     "The fix: an autograd.Function around the operator"),
+    ("vmap", r"", "Training and Other Registrations", "Batching with register_vmap"),
+    ("recompiles", r"", SHAPES, "A fake kernel that specializes"),
+    ("layout", r"", LAYOUTS_PAGE, "An operator that sees the layout"),
+    ("", r"u\d+ >= 2", EDGES, "create_unbacked_symint assumes at least two"),
+    ("compiled", r"capture_dynamic", SHAPES, "Output sizes that depend on the data"),
+    ("", r"stride", TROUBLE, "Fake kernel with the wrong strides"),
+    ("", r"dtype", TROUBLE, "The two detectors"),
+    ("", r"fake impl|fake kernel|meta", TROUBLE, "No fake kernel under torch.compile"),
+    ("", r"not defined as mutable|after the call differs", MUTABLE,
+     "What breaks when mutates_args lies"),
+    ("", r"alias", MUTABLE, "Never return an input, or a view of one"),
+    ("", r"device", TROUBLE, "Tensors on the wrong device"),
+    ("compiled", r"differs", PYTHON_OPS, "Testing Python custom operators"),
+    ("export", r"", "Custom Operators in torch.export", "Export needs fake kernels"),
+    ("", r"", TROUBLE, "Which check catches which mistake"),
+]  # fmt: skip
+
+
+# The file of each page FIXES names, for links to the published course.
+PAGES = {
+    SHAPES: "fake_kernels_and_shapes",
+    TROUBLE: "custom_op_troubleshooting",
+    MUTABLE: "mutable_custom_ops",
+    PYTHON_OPS: "python_custom_ops",
+    LAYOUTS_PAGE: "strides_and_runtime",
+    EDGES: "sharp_edges",
+    "What a Custom Operator Costs": "custom_op_performance",
+    "Custom Operators in Function Transforms": "custom_op_transforms",
+    "Training and Other Registrations": "custom_op_registrations",
+    "Custom Operators in torch.export": "custom_ops_in_export",
+}
+
+
+def see_for(check, detail):
+    """The page and section that teach the fix of ``detail``, as
+    ``Page > Section``, followed by its address when ``SITE_URL`` is set."""
+    for where, pattern, page, section in FIXES:
+        if check.startswith(where) and re.search(pattern, detail, re.I):
+            return f"{page} > {section}" + link(page, section)
+    return ""
+
+
+def link(page, section):
+    """`` (https://.../tutorials/page.html#section)`` under ``SITE_URL``, else ''."""
+    site = os.environ.get("SITE_URL", "").rstrip("/")
+    if not site:
+        return ""
+    anchor = re.sub(r"[^a-z0-9]+", "-", section.lower()).strip("-")
+    return f" ({site}/tutorials/{PAGES[page]}.html#{anchor})"
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence warnings and log messages: the rows say what went wrong."""
+    before = logging.root.manager.disable  # quiet() may be nested
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(before)
+
+
+# -- Reports a machine reads --------------------------------------------------
+
+JSON_FORMAT = "operator_checker.report/1"
+
+
+def row_dict(operator, row):
+    """One row as the JSON report writes it."""
+    return {
+        "operator": operator,
+        "check": row.check,
+        "variant": row.variant,
+        "outcome": row.outcome,
+        "detail": row.detail,
+        "fix": row.see,
+    }
+
+
+def as_json(reports, errors=(), **about):
+    """The JSON report of a run: every row of every operator, the operators'
+    verdicts, and the targets that could not be checked (``errors``:
+    ``(target, message)``)."""
+    return {
+        "format": JSON_FORMAT,
+        **about,
+        "operators": [
+            {
+                "operator": report.operator,
+                "passed": report.passed,
+                "variants": report.variants,
+                "failed": len(report.failed),
+                "limitations": len(report.limitations),
+                "seconds": round(sum(report.seconds.values()), 2),
+            }
+            for report in reports
+        ],
+        "not_checked": [{"target": t, "error": m} for t, m in errors],
+        "rows": [row_dict(r.operator, row) for r in reports for row in r.rows],
+    }
+
+
+def as_markdown(reports, errors=()):
+    """A summary for a CI job's page: one line per operator, then each failed
+    row and each limitation, then what could not be checked."""
+
+    def cell(text):
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        "## operator_checker",
+        "",
+        "| operator | verdict | failed | limitations | not applicable | skipped "
+        "| variants |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for report in reports:
+        count = {o: sum(r.outcome == o for r in report.rows) for o in OUTCOMES}
+        verdict = "passed" if report.passed else "**failed**"
+        lines.append(
+            f"| `{report.operator}` | {verdict} | {count['failed']} | "
+            f"{count['limitation']} | {count['not applicable']} | "
+            f"{count['skipped']} | {report.variants} |"
+        )
+    for target, _message in errors:
+        lines.append(f"| `{target}` | not checked | | | | | |")
+    for title, outcome in (("Failed", "failed"), ("Limitations", "limitation")):
+        rows = [
+            (r.operator, row)
+            for r in reports
+            for row in r.rows
+            if row.outcome == outcome
+        ]
+        if rows:
+            lines += [
+                "",
+                f"### {title}",
+                "",
+                "| operator | check | variant | detail | fix |",
+                "| --- | --- | --- | --- | --- |",
+            ]
+            lines += [
+                f"| `{op}` | {row.check} | {cell(row.variant)} | {cell(row.detail)} | "
+                f"{cell(row.see)} |"
+                for op, row in rows
+            ]
+    if errors:
+        lines += ["", "### Not checked", ""]
+        lines += [f"- `{target}`: {cell(message)}" for target, message in errors]
+    return "\n".join(lines) + "\n"

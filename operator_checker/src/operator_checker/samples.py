@@ -1,0 +1,213 @@
+"""Samples
+-------
+A sample is the arguments of one call: a tuple of positional arguments, or
+``Sample(*args, **kwargs)`` for keyword-only ones. It is bound to the
+operator's schema, which gives every tensor its argument's name. The schema
+comes from two private attributes, ``_opoverload`` of a ``custom_op`` and
+``_schema`` of an ``OpOverload``; nothing public exposes it. An
+``OpOverloadPacket`` (``torch.ops.ns.name``) runs the first overload whose
+schema the sample fits, whatever the overloads are called.
+
+Recording samples
+-----------------
+Instead of writing samples, record them from calls your tests or your model
+already make. ``capture_samples`` is a ``TorchFunctionMode``, the public
+hook that sees every call of a ``torch.ops`` operator made from Python: it
+keeps a row-major copy of the arguments of the first ``limit`` calls of
+distinct shapes of each operator, and lets every call through.
+"""
+
+import contextlib
+
+import torch
+from torch import Tensor
+from torch.overrides import TorchFunctionMode
+
+from operator_checker import TORCH_FLOOR
+
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < TORCH_FLOOR:
+    raise ImportError(
+        "operator_checker needs PyTorch {}.{} or later; this is {}".format(
+            *TORCH_FLOOR, torch.__version__
+        )
+    )
+
+
+class Sample:
+    """The arguments of one call of the operator, positional and by keyword."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+        self.names = [f"argument {i}" for i in range(len(args))]  # until bound
+
+    def __repr__(self):
+        def shown(value):
+            if isinstance(value, Tensor):
+                return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+            if isinstance(value, (list, tuple)):
+                return "[" + ", ".join(map(shown, value)) + "]"
+            return repr(value)
+
+        parts = [shown(a) for a in self.args]
+        parts += [f"{k}={shown(v)}" for k, v in self.kwargs.items()]
+        return f"Sample({', '.join(parts)})"
+
+    def map(self, fn):
+        """A new sample with ``fn(value, argument name)`` applied to every
+        value, inside lists too."""
+
+        def walk(value, name):
+            if isinstance(value, (list, tuple)):
+                return type(value)(walk(item, name) for item in value)
+            return fn(value, name)
+
+        mapped = Sample(
+            *(
+                walk(value, name)
+                for value, name in zip(self.args, self.names, strict=True)
+            ),
+            **{key: walk(value, key) for key, value in self.kwargs.items()},
+        )
+        mapped.names = self.names
+        return mapped
+
+    def tensors(self):
+        return self.named_tensors()[0]
+
+    def named_tensors(self):
+        found, names = [], []
+        for value, name in self._leaves():
+            if is_tensor(value):
+                found.append(value)
+                names.append(name)
+        return found, names
+
+    def _leaves(self):
+        leaves = []
+        self.map(lambda value, name: leaves.append((value, name)))
+        return leaves
+
+    def with_tensors(self, tensors):
+        replacements = iter(tensors)
+        return self.map(lambda v, n: next(replacements) if is_tensor(v) else v)
+
+
+class Slot:
+    """Where a tensor goes in a call's arguments (see ``Run.caller``)."""
+
+    def __init__(self, index):
+        self.index = index
+
+
+def is_tensor(value):
+    return isinstance(value, (Tensor, Slot))
+
+
+def as_sample(sample):
+    return sample if isinstance(sample, Sample) else Sample(*sample)
+
+
+def bind(schema, sample):
+    """The names of the sample's positional arguments, or ``TypeError``."""
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    if len(sample.args) > len(positional):
+        raise TypeError(f"{len(sample.args)} positional arguments for {schema}")
+    given = {a.name: value for a, value in zip(positional, sample.args, strict=False)}
+    for key, value in sample.kwargs.items():
+        if key in given or key not in {a.name for a in schema.arguments}:
+            raise TypeError(f"no keyword argument {key!r} in {schema}")
+        given[key] = value
+    for argument in schema.arguments:
+        if argument.name not in given and not argument.has_default_value():
+            raise TypeError(f"argument {argument.name!r} missing for {schema}")
+        if str(argument.type) == "Tensor" and not is_tensor(given.get(argument.name)):
+            raise TypeError(f"argument {argument.name!r} must be a tensor")
+    return [a.name for a in positional[: len(sample.args)]]
+
+
+def overload_for(op, sample):
+    """The ``OpOverload`` that ``op`` runs for ``sample``; binds the sample."""
+    op = getattr(op, "_opoverload", op)  # a custom_op's CustomOpDef
+    if isinstance(op, torch._ops.OpOverload):
+        sample.names = bind(op._schema, sample)
+        return op
+    if not isinstance(op, torch._ops.OpOverloadPacket):
+        raise TypeError(
+            f"{op!r} is not an operator: pass a custom_op, torch.ops.ns.name "
+            "or one of its overloads"
+        )
+    reasons = []
+    for name in op.overloads():
+        overload = getattr(op, name)
+        try:
+            sample.names = bind(overload._schema, sample)
+            return overload
+        except TypeError as reason:
+            reasons.append(f"{name}: {reason}")
+    raise TypeError(f"no overload of {op} takes {sample}: {'; '.join(reasons)}")
+
+
+@contextlib.contextmanager
+def capture_samples(*ops, limit=3):
+    """Yield ``{op: [Sample, ...]}``, filled by the calls made inside the block."""
+    by_name = {qualified_name(op): op for op in ops}
+    captured = {op: [] for op in ops}
+
+    class Recorder(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            op = by_name.get(qualified_name(func))
+            if op is not None and len(captured[op]) < limit:
+                sample = Sample(*args, **kwargs).map(
+                    lambda v, n: (
+                        v.detach().clone(memory_format=torch.contiguous_format)
+                        if isinstance(v, Tensor)
+                        else v
+                    )
+                )
+                if repr(sample) not in map(repr, captured[op]):
+                    captured[op].append(sample)
+            return func(*args, **kwargs)
+
+    with Recorder():
+        yield captured
+
+
+def qualified_name(op):
+    op = getattr(op, "_opoverload", op)
+    if isinstance(op, torch._ops.OpOverload):
+        return op._schema.name
+    return getattr(op, "_qualified_op_name", None)
+
+
+FORMAT = "operator_checker.samples/1"
+
+
+def save_samples(path, samples):
+    """Write samples to ``path`` (``torch.save``), for the command's
+    ``--samples`` and for tests that replay them.
+
+    ``samples`` is what ``capture_samples`` yields (``{op: [Sample, ...]}``),
+    or ``{"ns::name": [...]}``; each sample a ``Sample`` or a tuple.
+    """
+    by_name = {}
+    for op, op_samples in dict(samples).items():
+        name = op if isinstance(op, str) else qualified_name(op)
+        if name is None:
+            raise TypeError(f"{op!r} is not an operator")
+        by_name.setdefault(name, []).extend(
+            {"args": list(s.args), "kwargs": dict(s.kwargs)}
+            for s in map(as_sample, op_samples)
+        )
+    torch.save({"format": FORMAT, "samples": by_name}, path)
+
+
+def load_samples(path):
+    """``{"ns::name": [Sample, ...]}`` from a file ``save_samples`` wrote."""
+    data = torch.load(path, weights_only=True)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{path} was not written by operator_checker.save_samples")
+    return {
+        name: [Sample(*s["args"], **s["kwargs"]) for s in found]
+        for name, found in data["samples"].items()
+    }
