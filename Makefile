@@ -60,7 +60,7 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	else mkdir -p $(BUILDDIR)/html/$(1) && touch $$stamp.new && $(TRANSLATED) \
 		&& mv $$stamp.new $$stamp; fi
 
-.PHONY: html html-noplot check pagelint unit test lint format clean venv bench bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
+.PHONY: wheel html html-noplot check pagelint unit test lint format clean venv bench bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -89,6 +89,12 @@ pagelint: venv
 # not the slow lane's (its site fixtures, and its CI guard against narrowed runs).
 unit: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider --confcutdir=tests/unit tests/unit
+
+# The course's checker as a wheel (operator_checker/, see pagelib/checker.py):
+# `pip install _build/wheels/operator_checker-*.whl` in any environment with
+# PyTorch 2.7 or later. The site serves the same wheel under wheels/.
+wheel: venv
+	@$(BIN)/python -c 'import sys; from pagelib import checker; print(checker.build_wheel(sys.executable, sys.argv[1]))' $(BUILDDIR)/wheels
 
 # After editing English prose: bring the catalogs in locale/ up to date, then
 # translate what is new or fuzzy.

@@ -35,6 +35,8 @@ extensions = [
     "notebooks",
     # Modules that pages publish for download (see _ext/page_modules.py).
     "page_modules",
+    # The course's checker, a package served as a wheel (see _ext/checker_wheel.py).
+    "checker_wheel",
     # The per-release table of PyTorch's sharp edges (see _ext/sharp_edges.py).
     "sharp_edges",
     # The Chinese edition (see _ext/editions.py): links between the editions

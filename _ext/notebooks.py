@@ -37,6 +37,7 @@ from sphinx_gallery import py_source_parser
 from sphinx_gallery.downloads import generate_zipfiles
 
 from pagelib import (
+    checker,
     contract,
     gallery,
     layout,
@@ -60,8 +61,9 @@ NEEDED_BY = {
 }
 
 
-def packages_for(source_text):
-    """The pip packages a script needs, in a stable order."""
+def packages_for(source_text, baseurl="", repository=""):
+    """The pip packages a script needs, in a stable order. The course's
+    checker is named where the site publishes it (``checker_requirement``)."""
     needed = {"torch"}
     # The package of each import is the installed packages' own metadata
     # (pagelint.package_of); a module no package provides stops the build.
@@ -77,8 +79,23 @@ def packages_for(source_text):
     needed |= set(minimums)
     order = ["torch", "torchvision", "pillow", "numpy", "matplotlib"]
     names = sorted(needed, key=lambda p: (order.index(p) if p in order else 99, p))
-    # Quoted, so that a shell does not read ">=" as a redirection.
-    return [f'"{p}>={minimums[p]}"' if p in minimums else p for p in names]
+    local = {checker.DISTRIBUTION: checker_requirement(baseurl, repository)}
+    # Quoted, so that a shell does not read ">=" or "@" as a redirection.
+    return [
+        local.get(p) or (f'"{p}>={minimums[p]}"' if p in minimums else p) for p in names
+    ]
+
+
+def checker_requirement(baseurl, repository):
+    """Where a notebook installs the course's checker from: the repository
+    when its address is known (``REPOSITORY_URL``), else the wheel the site
+    serves (``SITE_URL``), else the wheel's file name: the page links it, to
+    download beside the notebook."""
+    if repository:
+        where = f"git+{repository.rstrip('/')}#subdirectory=operator_checker"
+        return f'"{checker.DISTRIBUTION} @ {where}"'
+    wheel = f"{checker.SERVED}/{checker.wheel_name()}"
+    return f"{baseurl.rstrip('/')}/{wheel}" if baseurl else checker.wheel_name()
 
 
 def needs(source_text):
@@ -281,7 +298,7 @@ def build(app, source, folder, text_source=None):
     return notebook_for(
         script_blocks(text_source or source),
         markdown_of,
-        packages_for(text),
+        packages_for(text, app.config.html_baseurl, app.config.colab_repository),
         verified_line(versions, record),
         versions,
     )

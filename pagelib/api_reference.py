@@ -26,6 +26,9 @@ NAMESPACES = (
     "torch.utils.cpp_extension",
     "torch.distributed.tensor",
     "torch.testing",
+    # The course's own checker (operator_checker/), documented from its
+    # docstrings like PyTorch's names.
+    "operator_checker",
 )
 # Where the generated entry pages live, under the source folder.
 FOLDER = "api"

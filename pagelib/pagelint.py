@@ -38,7 +38,7 @@ from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from pagelib import contract, course, records
+from pagelib import checker, contract, course, records
 
 PAGES = Path("advanced")
 GALLERY = "tutorials"  # conf.py's gallery_dirs: the pages' reference labels
@@ -85,8 +85,9 @@ def package_of(module):
 
 
 def pinned(root):
-    """The packages requirements.txt and constraints.txt pin."""
-    names = set()
+    """The packages requirements.txt and constraints.txt pin, and the course's
+    checker, which every environment installs from the checkout."""
+    names = {checker.DISTRIBUTION}
     for filename in REQUIREMENTS:
         for line in (Path(root) / filename).read_text().splitlines():
             line = line.split("#")[0].strip()
@@ -106,7 +107,7 @@ def in_matrix_environments(root):
     wanted = ["torch", *matrix.get("pages", {}).get("packages", [])]
     for release in matrix.get("below", []) + matrix.get("releases", []):
         wanted += release.get("with", [])
-    found = set()
+    found = {checker.DISTRIBUTION}  # installed from the checkout (tools/envs.py)
     todo = [canonicalize_name(Requirement(w).name) for w in wanted]
     while todo:
         name = todo.pop()

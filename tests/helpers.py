@@ -210,6 +210,7 @@ def release_python(release):
     wanted = {k: v for k, v in envs.stamp_for(requirements).items() if k != "python"}
     if not envs.is_complete(venv, wanted):
         envs.ensure(venv, requirements, requirements.split("\n"), f"torch {release}")
+    envs.install_checker(venv)
     return venv / "bin" / "python"
 
 

@@ -7,6 +7,7 @@ in a fresh kernel.
 
 import ast
 import re
+import shlex
 import sys
 
 import pytest
@@ -68,6 +69,14 @@ def rest_leftovers(notebook):
     return found
 
 
+def requirement_name(spec):
+    """The distribution a pip requirement names: ``name>=1``, ``name @ url``,
+    or a wheel's file name or address (``operator_checker-1.0-py3-none-any.whl``)."""
+    if spec.endswith(".whl"):
+        return spec.rsplit("/", 1)[-1].split("-")[0].replace("_", "-")
+    return re.split(r"[<>=!~@ ]", spec, maxsplit=1)[0]
+
+
 def imported_packages(notebook):
     packages = set()
     for cell in notebook.cells:
@@ -99,7 +108,7 @@ def test_first_cell_names_every_package_the_notebook_needs(site, name):
     # Names, without the quotes and oldest versions a page's NEEDS adds
     # ("setuptools>=70.1").
     named = {
-        re.split(r"[<>=!~]", spec.strip("\"'"))[0] for spec in install[0].split()[3:]
+        requirement_name(spec) for spec in shlex.split(install[0].split(None, 3)[3])
     }
     needed = imported_packages(notebook)
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")

@@ -1,52 +1,53 @@
-"""The checker that ``check_your_operator.py`` publishes, on other people's code.
+"""The course's checker, ``operator_checker``, as a user installs and runs it.
 
-* Field test: ``check_operator`` on torchvision's six C++ operators, with
-  samples recorded from torchvision's own Python functions, as a new user
-  would try it. Each verdict is asserted against the ground truth of
-  ``../shared/reviews/check-operator-field-test.md``, established there with
-  probes of each operator: no crash, no false alarm, and the true findings
-  reported (``nms`` fails compiled and exported below two kept boxes; no
-  double backward and no forward-mode derivative for ``deform_conv2d`` and the
-  four region-of-interest operators; their boxes silently get no gradient).
-  The module is made from the page's current source, as the build makes it,
-  and runs in a process of its own, so that a crash in an operator's kernel
-  is a failed test, not a lost worker.
-* The download: the module a built page links is the page's code, in both
-  editions, and in a fresh environment holding only torch it imports and
-  checks an operator.
+* Field test: in a fresh environment holding only torch and torchvision, the
+  checker's wheel (built from this checkout, as ``make wheel`` builds it) is
+  installed with pip's rules; samples are recorded with ``capture_samples``
+  around torchvision's own Python functions and saved with ``save_samples``;
+  then ``python -m operator_checker`` checks torchvision's six C++ operators,
+  each in a child process. Each verdict is asserted against the ground truth
+  of ``../shared/reviews/check-operator-field-test.md``, established there
+  with probes of each operator: no crash, no false alarm, and the true
+  findings (``nms`` fails compiled and exported below two kept boxes, so its
+  command exits 1; no double backward and no forward-mode derivative for
+  ``deform_conv2d`` and the four region-of-interest operators, whose boxes
+  silently get no gradient: limitations, so their command exits 0).
+* A crash: a C++ operator of our own, built with ``load_inline`` as the C++
+  pages build theirs, whose kernel reads far past the end of a strided input.
+  The command reports the signal on that variant as a failed row and goes on
+  with the other checks in a fresh child.
+* The site serves the wheel in both editions, made of this checkout's
+  package, and the page links it.
 
-Cost: the field test about 40 s of CPU; the fresh environment a few seconds
-(uv links torch from its cache) and one check of two operators, about 20 s.
+Cost: the environment a few seconds (uv links torch from its cache) and the
+six operators about a minute; the C++ operator compiles once per machine
+(``TORCH_EXTENSIONS_DIR``), about 45 s, and its check takes seconds.
 """
 
 import json
 import re
 import sys
 import textwrap
+import zipfile
 
 import envs
 import pytest
 
-from conf import page_modules
-from pagelib import page_module
+from pagelib import checker
 from tests.helpers import REPO, pinned_torch, run
 
-PAGE = REPO / "advanced" / "check_your_operator.py"
-SECTION = page_modules[PAGE.name]["section"]
+TORCHVISION = next(
+    line.split("==")[1]
+    for line in (REPO / "requirements.txt").read_text().splitlines()
+    if line.startswith("torchvision==")
+)
+ROI_OPERATORS = ["roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool"]
+OTHERS = ["deform_conv2d", *ROI_OPERATORS]
 
-
-def page_module_code():
-    """The module's code as the page's source gives it, docstring aside."""
-    return page_module.module_body(PAGE.read_text(), SECTION)
-
-
-FIELD_TEST = """
-import json
-import sys
-
+RECORD = """
 import torch
 import torchvision
-from operator_checker import capture_samples, check_operator
+from operator_checker import capture_samples, save_samples
 
 tv = torch.ops.torchvision
 OPS = [tv.nms, tv.roi_align, tv.roi_pool, tv.ps_roi_align, tv.ps_roi_pool,
@@ -67,50 +68,69 @@ with capture_samples(*OPS) as samples:
     offset, mask = torch.randn(1, 36, 2, 3), torch.rand(1, 18, 2, 3)
     torchvision.ops.deform_conv2d(x, offset, weight, bias, stride=(2, 1),
                                   padding=(1, 0), dilation=(2, 1), mask=mask)
-verdicts = {}
-for op in OPS:
-    assert len(samples[op]) == 1, (op, samples[op])
-    report = check_operator(op, samples[op], devices=["cpu"])
-    print(report, file=sys.stderr)
-    verdicts[report.operator] = [
-        {"check": r.check, "variant": r.variant, "outcome": r.outcome,
-         "detail": r.detail, "see": r.see}
-        for r in report.rows
-    ]
-print(json.dumps(verdicts))
+assert all(len(found) == 1 for found in samples.values()), samples
+save_samples("samples.pt", samples)
 """
-
-ROI_OPERATORS = ["roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool"]
 
 
 @pytest.fixture(scope="module")
-def field_verdicts(tmp_path_factory):
+def user_python(tmp_path_factory, uv):
+    """A fresh environment with torch, torchvision and the checker's wheel."""
+    folder = tmp_path_factory.mktemp("checker-user")
+    wheel = checker.build_wheel(sys.executable, folder / "dist")
+    venv = folder / "venv"
+    made = run([str(uv), "venv", "--quiet", "--python", envs.base_python(), str(venv)])
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+    constraints = ["-c", str(REPO / "constraints.txt")]
+    packages = [f"torch=={pinned_torch()}", f"torchvision=={TORCHVISION}", str(wheel)]
+    installed = run(install + constraints + packages, timeout=900)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    listed = run([str(uv), "pip", "list", "--python", str(python)])
+    names = {line.split()[0].lower() for line in listed.stdout.splitlines()[2:]}
+    # torch, torchvision, the checker and what they depend on; nothing the
+    # site adds (pytest, matplotlib).
+    assert "operator-checker" in names and not {"pytest", "matplotlib"} & names
+    return python
+
+
+@pytest.fixture(scope="module")
+def field(user_python, tmp_path_factory):
+    """The command on torchvision's operators: nms alone, then the other five."""
     folder = tmp_path_factory.mktemp("field-test")
-    (folder / "operator_checker.py").write_text(page_module_code())
-    (folder / "field_test.py").write_text(FIELD_TEST)
-    process = run([sys.executable, "field_test.py"], cwd=folder, timeout=1200)
-    assert process.returncode == 0, process.stderr[-6000:]
-    rows = json.loads(process.stdout.strip().splitlines()[-1])
-    return {name.removeprefix("torchvision::"): found for name, found in rows.items()}
+    (folder / "record.py").write_text(RECORD)
+    recorded = run([str(user_python), "record.py"], cwd=folder, timeout=600)
+    assert recorded.returncode == 0, recorded.stderr[-4000:]
+    command = [str(user_python), "-m", "operator_checker"]
+    options = ["--import", "torchvision", "--samples", "samples.pt", "--device", "cpu"]
+    runs = {}
+    for name, targets in (("nms", ["nms"]), ("others", OTHERS)):
+        named = [f"torchvision::{target}" for target in targets]
+        report = folder / f"{name}.json"
+        process = run(
+            command + named + options + ["--json", str(report)],
+            cwd=folder,
+            timeout=1800,
+        )
+        found = json.loads(report.read_text()) if report.is_file() else None
+        runs[name] = (process, found)
+    return runs
+
+
+def rows_of(found, name):
+    return [row for row in found["rows"] if row["operator"] == f"torchvision::{name}"]
 
 
 def outcomes(rows, outcome):
     return [row for row in rows if row["outcome"] == outcome]
 
 
-def test_no_operator_crashes_the_checker_and_every_one_gets_rows(field_verdicts):
-    assert sorted(field_verdicts) == sorted(["nms", "deform_conv2d", *ROI_OPERATORS]), (
-        field_verdicts.keys()
-    )
-    for name, rows in field_verdicts.items():
-        checked = {row["check"] for row in rows}
-        assert {"test_faketensor", "compiled", "export + load", "vmap"} <= checked, name
-
-
-def test_nms_fails_compiled_and_exported_below_two_kept_boxes_and_nothing_else(
-    field_verdicts,
-):
-    failed = outcomes(field_verdicts["nms"], "failed")
+def test_nms_exits_1_on_compiled_and_exported_below_two_kept_boxes_alone(field):
+    process, found = field["nms"]
+    assert process.returncode == 1, process.stdout[-3000:] + process.stderr[-3000:]
+    assert found["operators"][0]["passed"] is False
+    failed = outcomes(rows_of(found, "nms"), "failed")
     assert {row["check"] for row in failed} == {
         "compiled",
         "compiled dynamic",
@@ -122,15 +142,52 @@ def test_nms_fails_compiled_and_exported_below_two_kept_boxes_and_nothing_else(
         # The variants that keep fewer than two boxes: none, or one box repeated.
         assert row["variant"].split()[1] in {"empty(dets,scores)", "expanded"}, row
         # The fix: the sharp-edges entry on create_unbacked_symint's minimum.
-        assert row["see"].startswith("Sharp Edges:"), row
-        assert row["see"].endswith("> create_unbacked_symint assumes at least two"), row
+        assert row["fix"].startswith("Sharp Edges:"), row
+        assert row["fix"].endswith("> create_unbacked_symint assumes at least two")
+    assert "1 operator checked, " in process.stdout
+
+
+def test_the_other_five_exit_0_with_their_limitations_listed(field):
+    process, found = field["others"]
+    assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
+    assert [op["operator"] for op in found["operators"]] == [
+        f"torchvision::{name}" for name in OTHERS
+    ]
+    assert all(op["passed"] for op in found["operators"]), found["operators"]
+    assert not found["not_checked"]
+    # The report printed lists the limitations, with their remedies.
+    assert process.stdout.count("gradgradcheck: limitation") == len(OTHERS)
+    assert "rois gets no gradient" in process.stdout
+
+
+def test_every_row_has_the_json_fields_and_every_check_ran(field):
+    for _process, found in field.values():
+        assert found["format"] == "operator_checker.report/1"
+        for row in found["rows"]:
+            assert set(row) == {
+                "operator",
+                "check",
+                "variant",
+                "outcome",
+                "detail",
+                "fix",
+            }
+            assert row["outcome"] in {
+                "failed",
+                "limitation",
+                "not applicable",
+                "skipped",
+                "passed",
+            }
+        for op in found["operators"]:
+            rows = [r for r in found["rows"] if r["operator"] == op["operator"]]
+            checked = {row["check"] for row in rows}
+            assert {"test_faketensor", "compiled", "export + load", "vmap"} <= checked
 
 
 @pytest.mark.parametrize("name", ROI_OPERATORS)
-def test_a_region_of_interest_operator_passes_with_its_three_limitations(
-    field_verdicts, name
-):
-    rows = field_verdicts[name]
+def test_a_region_of_interest_operator_passes_with_its_three_limitations(field, name):
+    rows = rows_of(field["others"][1], name)
     assert not outcomes(rows, "failed"), outcomes(rows, "failed")
     limitations = {row["check"]: row["detail"] for row in outcomes(rows, "limitation")}
     assert set(limitations) == {"gradients", "gradgradcheck", "forward AD"}
@@ -142,130 +199,128 @@ def test_a_region_of_interest_operator_passes_with_its_three_limitations(
     assert gradcheck["outcome"] == "passed", gradcheck
 
 
-def test_deform_conv2d_passes_with_no_double_backward_and_no_forward_mode(
-    field_verdicts,
-):
-    rows = field_verdicts["deform_conv2d"]
+def test_deform_conv2d_passes_with_no_double_backward_and_no_forward_mode(field):
+    rows = rows_of(field["others"][1], "deform_conv2d")
     assert not outcomes(rows, "failed"), outcomes(rows, "failed")
-    limitations = {row["check"] for row in outcomes(rows, "limitation")}
-    assert limitations == {"gradgradcheck", "forward AD"}
+    assert {row["check"] for row in outcomes(rows, "limitation")} == {
+        "gradgradcheck",
+        "forward AD",
+    }
     (gradcheck,) = [row for row in rows if row["check"] == "gradcheck"]
     assert gradcheck["outcome"] == "passed"
 
 
-def test_what_does_not_apply_says_why_and_no_size_change_is_a_false_alarm(
-    field_verdicts,
+def test_what_does_not_apply_says_why_and_no_size_change_is_a_false_alarm(field):
+    for _process, found in field.values():
+        for op in found["operators"]:
+            rows = [r for r in found["rows"] if r["operator"] == op["operator"]]
+            for row in outcomes(rows, "not applicable"):
+                assert row["detail"], row
+            recompiles = [row for row in rows if row["check"] == "recompiles"]
+            assert len(recompiles) == 1, recompiles
+            assert recompiles[0]["outcome"] != "failed", recompiles
+
+
+# -- A crash ------------------------------------------------------------------
+
+CRASHING_OPERATOR = r'''
+import torch
+from torch.utils.cpp_extension import load_inline
+
+SOURCE = r"""
+#include <torch/library.h>
+#include <ATen/ATen.h>
+
+// The sum of each row of a 2-D float tensor. Row-major input takes the fast
+// path; any other layout the general one, which swaps the two strides: along
+// a row it steps by the row stride, far past the end of a strided input.
+at::Tensor row_sums(const at::Tensor& x) {
+  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat, "2-D float32 only");
+  auto out = at::zeros({x.size(0)}, x.options());
+  const float* data = x.data_ptr<float>();
+  float* sums = out.data_ptr<float>();
+  int64_t rows = x.size(0), cols = x.size(1);
+  if (x.is_contiguous()) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) sums[r] += data[r * cols + c];
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        sums[r] += data[r * x.stride(1) + c * x.stride(0)];
+  }
+  return out;
+}
+
+TORCH_LIBRARY(crashing, m) { m.def("row_sums(Tensor x) -> Tensor"); }
+TORCH_LIBRARY_IMPL(crashing, CPU, m) { m.impl("row_sums", &row_sums); }
+"""
+
+load_inline("checker_crashing_row_sums", SOURCE, is_python_module=False)
+
+
+@torch.library.register_fake("crashing::row_sums")
+def _(x):
+    return x.new_empty(x.shape[:1])
+
+
+def samples():
+    return {"crashing::row_sums": [(torch.randn(2, 4096),)]}
+'''
+
+
+def test_an_operator_that_segfaults_on_one_variant_is_a_failed_row_and_the_run_goes_on(
+    tmp_path,
 ):
-    for name, rows in field_verdicts.items():
-        for row in outcomes(rows, "not applicable"):
-            assert row["detail"], (name, row)
-        recompiles = [row for row in rows if row["check"] == "recompiles"]
-        assert len(recompiles) == 1 and recompiles[0]["outcome"] != "failed", (
-            name,
-            recompiles,
-        )
-
-
-# -- The download ------------------------------------------------------------
-
-
-def linked_module(page):
-    (href,) = set(
-        re.findall(
-            r'href="([^"]*_downloads/[^"]*/operator_checker\.py)"', page.read_text()
-        )
+    (tmp_path / "crashing.py").write_text(textwrap.dedent(CRASHING_OPERATOR))
+    report = tmp_path / "report.json"
+    process = run(
+        [sys.executable, "-m", "operator_checker", "crashing::row_sums"]
+        + ["--import", "crashing.py", "--samples", "crashing.py:samples"]
+        + ["--only", "layout", "--only", "test_faketensor", "--json", str(report)],
+        cwd=tmp_path,
+        timeout=900,
     )
-    return page.parent / href
+    assert process.returncode == 1, process.stdout[-3000:] + process.stderr[-3000:]
+    rows = json.loads(report.read_text())["rows"]
+    crashed = [row for row in rows if "crashed the process" in row["detail"]]
+    assert [(row["check"], row["variant"], row["outcome"]) for row in crashed] == [
+        ("eager", "#0 strided float32 cpu", "failed")
+    ], crashed
+    assert crashed[0]["detail"].startswith(
+        "crashed the process: SIGSEGV on #0 strided float32 cpu"
+    )
+    # The checks went on in a fresh child: the other layouts were compared
+    # with their row-major copies (the swapped strides give wrong sums on the
+    # permuted and expanded ones; an offset view is row-major and passes).
+    layout = {
+        row["variant"].split()[1]: row["outcome"]
+        for row in rows
+        if row["check"] == "layout"
+    }
+    assert layout == {"permuted": "failed", "expanded": "failed", "offset": "passed"}
+    faketensor = [row for row in rows if row["check"] == "test_faketensor"]
+    assert faketensor and all(row["outcome"] == "passed" for row in faketensor)
+    assert "crashed the process: SIGSEGV" in process.stdout
+
+
+# -- The wheel the site serves ------------------------------------------------
 
 
 @pytest.mark.parametrize("edition", ["", "zh_CN"])
-def test_the_page_links_the_module_made_of_its_own_code(site, edition):
-    page = site.html / edition / "tutorials" / "check_your_operator.html"
-    module = linked_module(page).read_text()
-    docstring, code = module.split('\n"""\n\n', 1)
-    assert code == page_module_code()
-    assert (
-        'the section "The checker" of the page "Check Your Own Operator"' in docstring
-    )
-
-
-FRESH_CHECK = """
-import importlib.util
-import json
-
-import torch
-from torch import Tensor
-from operator_checker import Sample, check_operator
-
-assert importlib.util.find_spec("numpy") is None, "this environment has NumPy"
-
-
-@torch.library.custom_op("fresh::scale", mutates_args=())
-def scale(x: Tensor, factor: float) -> Tensor:
-    return x * factor
-
-
-scale.register_fake(lambda x, factor: torch.empty_like(x))
-scale.register_autograd(
-    lambda ctx, grad: (grad * ctx.factor, None),
-    setup_context=lambda ctx, inputs, output: setattr(ctx, "factor", inputs[1]),
-)
-
-
-@torch.library.custom_op("fresh::scale_row_major_fake", mutates_args=())
-def scale_row_major_fake(x: Tensor, factor: float) -> Tensor:
-    return x * factor
-
-
-scale_row_major_fake.register_fake(lambda x, factor: x.new_empty(x.shape))
-
-
-@torch.library.custom_op("fresh::scale_contiguous_only", mutates_args=())
-def scale_contiguous_only(x: Tensor, factor: float) -> Tensor:
-    if not x.is_contiguous():
-        raise ValueError("x must be contiguous")
-    return x * factor
-
-
-scale_contiguous_only.register_fake(lambda x, factor: torch.empty_like(x))
-
-sample = Sample(torch.randn(3, 4), factor=2.0)
-good = check_operator(scale, [sample])
-bad = check_operator(scale_row_major_fake, [sample])
-strict = check_operator(scale_contiguous_only, [sample])
-print(good)
-print(json.dumps({
-    "good": [good.passed, sorted({r.check for r in good.limitations})],
-    "bad": [bad.passed, sorted({(r.check, r.variant.split()[1]) for r in bad.failed})],
-    "strict": [strict.passed, sorted({
-        r.variant.split()[1] for r in strict.limitations if r.check == "eager"
-    })],
-}))
-"""
-
-
-def test_the_downloaded_module_checks_an_operator_where_only_torch_is_installed(
-    site, uv, tmp_path
+def test_the_site_serves_the_wheel_of_this_checkout_and_the_page_links_it(
+    site, edition
 ):
-    venv = tmp_path / "only-torch"
-    made = run([str(uv), "venv", "--quiet", "--python", envs.base_python(), str(venv)])
-    assert made.returncode == 0, made.stderr
-    python = venv / "bin" / "python"
-    install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
-    constraints = ["-c", str(REPO / "constraints.txt")]
-    installed = run(install + constraints + [f"torch=={pinned_torch()}"], timeout=900)
-    assert installed.returncode == 0, installed.stderr[-3000:]
-    folder = tmp_path / "tests"
-    folder.mkdir()
-    page = site.page("check_your_operator")
-    (folder / "operator_checker.py").write_text(linked_module(page).read_text())
-    (folder / "check_mine.py").write_text(textwrap.dedent(FRESH_CHECK))
-    process = run([str(python), "check_mine.py"], cwd=folder, timeout=900)
-    assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
-    found = json.loads(process.stdout.strip().splitlines()[-1])
-    assert found["good"] == [True, ["forward AD"]], process.stdout
-    assert found["bad"][0] is False
-    assert {check for check, _ in found["bad"][1]} >= {"test_faketensor", "compiled"}
-    assert {layout for _, layout in found["bad"][1]} == {"permuted"}
-    # A clear refusal of a layout is a limitation of the operator, not a bug.
-    assert found["strict"] == [True, ["expanded", "permuted", "strided"]], found
+    wheel = site.html / edition / checker.SERVED / checker.wheel_name()
+    with zipfile.ZipFile(wheel) as archive:
+        served = {
+            name.removeprefix("operator_checker/"): archive.read(name)
+            for name in archive.namelist()
+            if name.startswith("operator_checker/")
+        }
+    package = checker.ROOT / "src" / "operator_checker"
+    assert served == {
+        path.relative_to(package).as_posix(): path.read_bytes()
+        for path in package.rglob("*.py")
+    }
+    page = (site.html / edition / "tutorials" / "check_your_operator.html").read_text()
+    assert f'href="../{checker.SERVED}/{checker.wheel_name()}"' in page

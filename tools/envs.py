@@ -46,6 +46,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -53,7 +54,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pagelib import layout  # noqa: E402 - the standard library only
+from pagelib import checker, layout  # noqa: E402 - the standard library only
 
 # The interpreters the site is tested with: the pinned packages (NumPy 2.4,
 # Sphinx 9) need 3.11 or newer, and 3.11, 3.12 and 3.13 build it.
@@ -291,6 +292,55 @@ def site(venv):
     text = "".join(path.read_text() for path in files)
     args = ["-r", str(files[0]), "-c", str(files[1])]
     ensure(venv, text, args, "the site's requirements")
+    install_checker(venv)
+
+
+# -- The checker, installed from this checkout ---------------------------------
+
+CHECKER_STAMP = ".operator-checker-digest"
+
+
+def install_checker(venv):
+    """Install ``operator_checker/`` (its wheel, built from this checkout) into
+    ``venv`` unless the same files are installed there already: every clone
+    sharing the environment gets its own checkout's package, and an unchanged
+    one costs a hash. The pages, the tests and the matrix import it from
+    there."""
+    venv = Path(venv)
+    wanted = checker.digest()
+    stamp = venv / CHECKER_STAMP
+    if stamp.is_file() and stamp.read_text().strip() == wanted:
+        return
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.is_file() and stamp.read_text().strip() == wanted:
+            return
+        python = venv / "bin" / "python"
+        with tempfile.TemporaryDirectory(prefix="operator-checker-wheel-") as folder:
+            try:
+                wheel = checker.build_wheel(python, folder)
+            except RuntimeError as error:
+                stop(f"{error} (in {venv})")
+            uv = uv_executable()
+            options = ["--no-deps", "--reinstall", str(wheel)]
+            if uv is not None:
+                command = [
+                    str(uv),
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--python",
+                    str(python),
+                ]
+            else:
+                command = [str(python), "-m", "pip", "install", "--quiet"]
+            process = subprocess.run(
+                command + options, text=True, stderr=subprocess.PIPE
+            )
+        if process.returncode != 0:
+            lines = process.stderr.strip().splitlines() or ["no message"]
+            stop(f"installing operator_checker into {venv} failed: {lines[-1]}")
+        stamp.write_text(wanted + "\n")
 
 
 # -- The version matrix's environments ---------------------------------------------

@@ -359,6 +359,7 @@ def make_environments(releases):
                 requirements.split("\n"),
                 f"torch {release['torch']}",
             )
+            envs.install_checker(venv)
             ready.append((release, venv))
         except SystemExit as exit_:
             missing[release["torch"]] = str(exit_.code or "failed")

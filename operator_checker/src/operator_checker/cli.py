@@ -6,7 +6,6 @@ with one line naming what to fix.
 """
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -134,8 +133,7 @@ def samples_file(source, folder):
     from operator_checker.samples import save_samples
     from operator_checker.targets import load
 
-    load(module_name)
-    module = sys.modules.get(module_name) or importlib.import_module(module_name)
+    module = load(module_name)
     function = getattr(module, function_name, None)
     if function is None:
         raise JobError(f"--samples {source}: {module_name} has no {function_name}")

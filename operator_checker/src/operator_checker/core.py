@@ -193,13 +193,11 @@ def variants_of(run, index, sample, devices, dtypes, written, nondifferentiable,
             where,
             lambda base=base: empty_sizes(run, base),
         )
-        if isinstance(sizes, Crashed):
-            continue  # the parent recorded the crash as a failed row
         if isinstance(sizes, dict):
             emptied = resized(base, sizes)
             label = "empty(" + ",".join(sorted({names[i] for i, _ in sizes})) + ")"
             add("empty", reference, device, False, emptied, label)
-        else:
+        elif not isinstance(sizes, Crashed):  # a crash is a failed row already
             why = f"no empty variant: {sizes}"
             rows.append(Row("eager", f"#{index} empty {device}", "not applicable", why))
         if floats:
@@ -313,28 +311,59 @@ def check_operator(
     imports=(),
     timeout=300.0,
 ):
-    """Run every check of the course on ``op`` for the variants of ``samples``.
+    """Run every check of the course on ``op`` for the variants of ``samples``,
+    and return the ``Report``.
 
-    ``op``: a ``custom_op``, ``torch.ops.ns.name`` or one of its overloads, or
-    a target as the command takes it (``"ns::name"``, ``"package.module:attr"``).
-    ``samples``: tuples of arguments or ``Sample(*args, **kwargs)``.
+    ``op`` is a ``custom_op``, ``torch.ops.ns.name`` or one of its overloads,
+    or a target as the command names it (``"ns::name"``,
+    ``"package.module:attribute"``). ``samples`` are tuples of arguments, or
+    ``Sample(*args, **kwargs)``: one small sample of row-major tensors is
+    enough, the checker derives the rest.
 
-    ``exact=False`` compares compiled, exported and batched results with
-    ``assert_close``'s tolerances instead of bit for bit; ``nondet_tol`` is the
-    run-to-run difference a nondeterministic kernel may show (``gradcheck``'s
-    own tolerance, and the least absolute tolerance of every comparison).
-    ``nondifferentiable``, ``skip`` and ``limitations`` map argument names,
-    checks or variant kinds (a layout, a dtype, a device) to the reason; each
-    appears in the report. ``only`` runs the named checks alone; ``quick``
-    runs the fast ones (``QUICK_CHECKS``) on the samples as given. Every check
-    left out is a ``skipped`` row that says why.
+    **Variants.** From each sample the checker makes the inputs a caller may
+    really pass: the sample row-major (``contiguous``), in column-major order
+    (``permuted``), as every other element of a wider buffer (``strided``),
+    with every row the first one (``expanded``, stride 0), one element into
+    its storage (``offset``), and with a size of zero (``empty``); in each
+    dtype of ``dtypes``; with gradients, in its own precision and in float64;
+    on every device. A size changes only where the eager kernel accepts the
+    change, so sizes that move together (four box coordinates, say) stay
+    consistent.
 
-    ``isolate=True`` runs the operator in a child process
-    (``operator_checker.isolation``): a crash or a hang of its code is a
-    failed row, and the other checks go on in a fresh child. The child finds
-    the operator by name: ``imports`` lists the modules (or ``.py`` or ``.so``
-    files) that register it, besides the libraries this process loaded with
-    ``torch.ops.load_library``; ``timeout`` is the seconds one step may take.
+    **Checks**, each on the variants where it can say something:
+
+    * ``test_schema``, ``test_autograd_registration``, ``test_faketensor``,
+      ``test_aot_dispatch_dynamic``: ``torch.library.opcheck``'s four tests
+      (every variant);
+    * ``layout``: outputs and gradients on a variant equal those on its
+      row-major copy (the other layouts);
+    * ``gradcheck``, ``gradgradcheck``, ``forward AD``: first and second
+      derivatives, and forward mode, against finite differences (float64
+      with gradients, on the arguments a backward reaches);
+    * ``vmap``: ``torch.func.vmap`` against a loop (the sample);
+    * ``compiled``, ``compiled dynamic``: ``torch.compile(fullgraph=True)``
+      with Inductor gives the eager results bit for bit, and the gradients
+      within tolerance;
+    * ``export + load``, ``export decomposed``: ``torch.export``, saved and
+      loaded, or after ``run_decompositions()``, gives the eager results;
+    * ``recompiles``: one dynamic compilation serves larger sizes.
+
+    **Options.** ``exact=False`` compares compiled, exported and batched
+    results with ``assert_close``'s tolerances instead of bit for bit;
+    ``nondet_tol`` is the run-to-run difference a nondeterministic kernel may
+    show. ``nondifferentiable``, ``skip`` and ``limitations`` map argument
+    names, checks or variant kinds (a layout, a dtype, a device) to a reason,
+    and the report shows each. ``only`` runs the named checks alone;
+    ``quick`` runs the fast ones (``QUICK_CHECKS``) on the samples as given.
+    Every check left out is a ``skipped`` row that says why.
+
+    **Isolation.** ``isolate=True`` runs the operator in a child process: a
+    crash or a hang of its code is a failed row naming the signal and the
+    variant, and the other checks go on in a fresh child. The child finds the
+    operator by name: ``imports`` lists the modules, ``.py`` files or ``.so``
+    libraries that register it (the libraries this process loaded with
+    ``torch.ops.load_library`` are added), and ``timeout`` is the seconds one
+    step may take.
     """
     skip, limitations = dict(skip or {}), dict(limitations or {})
     skip.update(left_out(only, quick, skip))

@@ -61,6 +61,11 @@ def left_out(only, quick, skip):
 
 @dataclasses.dataclass
 class Row:
+    """One check on one variant: its ``outcome`` (one of ``OUTCOMES``), the
+    ``detail`` (the deepest error of the chain on one line, without the
+    traceback, or a note), and ``see``: the course's page and section that
+    teach the fix of a failure or the remedy of a limitation."""
+
     check: str
     variant: str
     outcome: str  # one of OUTCOMES
@@ -70,6 +75,24 @@ class Row:
 
 @dataclasses.dataclass
 class Report:
+    """What ``check_operator`` found: every ``Row``, and the seconds each check
+    took. Each row has one of five outcomes:
+
+    * ``failed``: a bug of the operator, with the page and section that teach
+      the fix;
+    * ``limitation``: true and by design (no backward, no double backward, no
+      forward-mode derivative, an argument that gets no gradient, a clear
+      refusal of some layout), with the remedy where the course has one;
+    * ``not applicable``: a variant the eager kernel refuses, or a check that
+      makes no sense for the operator, with the reason;
+    * ``skipped``: what you declared not to check, with your reason;
+    * ``passed``.
+
+    ``passed`` is true when no row failed. Printing the report groups the rows
+    of a check that share an outcome and a cause. ``as_json`` and
+    ``as_markdown`` write reports for a machine and for a CI job's summary.
+    """
+
     operator: str
     variants: int = 0
     rows: list = dataclasses.field(default_factory=list)
@@ -144,7 +167,8 @@ class Report:
 NOISE = re.compile(
     r"\n\s*(from user code:|Set TORCH_LOGS|Exception raised from|While executing"
     r"|Original traceback|For more information|Developer debug context"
-    r"|Explanation:|Hint:|To execute this test|The above exception)"
+    r"|Explanation:|Hint:|To execute this test|The above exception"
+    r"|The error above occurred)"
 )
 CPP_LOCATION = re.compile(r"^[^,]+, \S+\.(?:cpp|cu|cuh|h|hpp):\d+, ")
 QUOTED = re.compile(r"got (\w+)\((['\"])(.*?)\2\)", re.S)

@@ -21,7 +21,8 @@ class TargetError(Exception):
 
 
 def load(what):
-    """Import a module, run a ``.py`` file as one, or load a ``.so`` library."""
+    """Import a module, run a ``.py`` file as one (once), or load a ``.so``
+    library; the module, or None for a library."""
     import torch
 
     path = Path(what)
@@ -30,16 +31,20 @@ def load(what):
             if not path.is_file():
                 raise TargetError(f"--import {what}: no such library")
             torch.ops.load_library(str(path.resolve()))
-        elif path.suffix == ".py":
+            return None
+        if path.suffix == ".py":
             if not path.is_file():
                 raise TargetError(f"--import {what}: no such file")
             name = f"operator_checker_imported_{path.stem}"
+            loaded = sys.modules.get(name)
+            if loaded is not None and loaded.__file__ == str(path.resolve()):
+                return loaded  # a second run would register its operators again
             spec = importlib.util.spec_from_file_location(name, path.resolve())
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
-        else:
-            importlib.import_module(what)
+            return module
+        return importlib.import_module(what)
     except TargetError:
         raise
     except Exception as error:
@@ -57,8 +62,7 @@ def resolve(target, imports=()):
         load(what)
     if ":" in target and "::" not in target:
         module_name, _, attribute = target.partition(":")
-        load(module_name)
-        found = sys.modules[module_name]
+        found = load(module_name)
         for part in attribute.split("."):
             if not hasattr(found, part):
                 raise TargetError(

@@ -1,0 +1,75 @@
+"""The course's operator checker as a package: ``operator_checker/``.
+
+One place for what the environments, the build and the tests need to know of
+it: its version and wheel's name (from its ``pyproject.toml``), the digest of
+its files (an environment or a served wheel is made again when it changes),
+and how its wheel is built (from a copy of the folder, so that setuptools'
+``build/`` and ``egg-info`` never land in the checkout).
+"""
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "operator_checker"
+# Where the site serves the wheel, under each edition's root.
+SERVED = "wheels"
+# Its distribution's name, as pip and importlib.metadata know it.
+DISTRIBUTION = "operator-checker"
+
+
+def version():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def wheel_name():
+    return f"operator_checker-{version()}-py3-none-any.whl"
+
+
+def files():
+    """The files the package is built from."""
+    return [
+        ROOT / "pyproject.toml",
+        ROOT / "README.md",
+        *sorted(p for p in (ROOT / "src").rglob("*") if p.is_file() and _kept(p)),
+    ]
+
+
+def _kept(path):
+    return "__pycache__" not in path.parts and ".egg-info" not in str(path)
+
+
+def digest():
+    """The identity of the package's files in this checkout."""
+    found = hashlib.sha256()
+    for path in files():
+        found.update(str(path.relative_to(ROOT)).encode() + b"\0")
+        found.update(path.read_bytes() + b"\0")
+    return found.hexdigest()
+
+
+def build_wheel(python, outdir):
+    """Build the wheel with ``python`` (which has ``build`` and setuptools)
+    into ``outdir``; its path, or RuntimeError with the builder's last line."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="operator-checker-build-") as folder:
+        copy = Path(folder) / "operator_checker"
+        for path in files():
+            target = copy / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        command = [str(python), "-m", "build", "--wheel", "--no-isolation"]
+        process = subprocess.run(
+            [*command, "--outdir", str(outdir), str(copy)],
+            capture_output=True,
+            text=True,
+        )
+    wheel = outdir / wheel_name()
+    if process.returncode != 0 or not wheel.is_file():
+        lines = (process.stderr or process.stdout).strip().splitlines() or ["?"]
+        raise RuntimeError(f"building the operator_checker wheel failed: {lines[-1]}")
+    return wheel
