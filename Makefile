@@ -60,7 +60,7 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	else mkdir -p $(BUILDDIR)/html/$(1) && touch $$stamp.new && $(TRANSLATED) \
 		&& mv $$stamp.new $$stamp; fi
 
-.PHONY: wheel html html-noplot check pagelint unit test lint format clean venv bench bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
+.PHONY: wheel html html-noplot check pagelint unit test lint format clean venv bench bench-disk bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -144,6 +144,12 @@ prune-envs:
 # WARM_CACHES_ONLY=1 skips the cold build with empty compiler caches.
 bench: venv
 	$(BIN)/python tools/bench_build.py --venv $(VENV) $(if $(filter 1 yes true,$(WARM_CACHES_ONLY)),--warm-caches-only)
+
+# The disk each workflow job's environments take (tools/bench_disk.py): makes
+# every environment of the matrix, measures, writes .ci/environment-disk.json
+# (committed; the workflow tests read it).
+bench-disk: venv
+	$(BIN)/python tools/bench_disk.py
 
 # check_operator's seconds per operator on the field test's corpus (torchvision,
 # torch.nn, torch.onnx), with warm compiler caches, beside opcheck's:

@@ -34,9 +34,9 @@ import functools
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+import bench_disk
 import envs
 import matrix
 import pytest
@@ -550,59 +550,29 @@ def disk_step_need(workflow, job):
     raise AssertionError(f"{workflow.name} {job} has no .ci/free-disk step")
 
 
-def du_gib(*folders):
-    """The disk ``folders`` take together, each file counted once (uv links
-    the environments' files to its cache: they share most of them)."""
-    process = subprocess.run(
-        ["du", "-s", "-c", "-B1", *map(str, folders)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(process.stdout.splitlines()[-1].split()[0]) / 2**30
-
-
 # Beyond the environments: the build's and the tests' files, the compiler
 # caches (under a GiB each here), and for the build job the archive of uv's
 # cache while it is restored (about 3 GiB).
 MARGIN_GIB = {"test": 3, "cpu": 2, "build": 4}
 
 
-def test_each_job_fits_the_disk_its_step_asks_for(capsys):
-    site = Path(sys.prefix)
-    supported = [release["torch"] for release in MATRIX["releases"]]
-    matrix_envs = {r: release_python(r).parent.parent for r in supported}
-    figures = {}
-    # The test job: the site's environment and every supported release's.
-    figures["test"] = du_gib(site, *matrix_envs.values())
-    # A shard: the site's and one release's, the largest pair.
-    below = {
-        r["torch"]: envs.matrix_venv(r)[0]
-        for r in envs.all_releases()
-        if r["torch"] not in matrix_envs and envs.matrix_venv(r)[0].is_dir()
-    }
-    pairs = {r: du_gib(site, venv) for r, venv in {**matrix_envs, **below}.items()}
-    figures["cpu"] = max(pairs.values())
-    figures["build"] = du_gib(site)
-    with capsys.disabled():
-        print(
-            "\nenvironments per job (GiB): "
-            + ", ".join(f"{job} {gib:.1f}" for job, gib in figures.items())
-            + "; shards: "
-            + ", ".join(f"{r} {gib:.1f}" for r, gib in pairs.items())
-        )
+def test_each_job_asks_for_the_disk_its_environments_were_measured_to_take():
+    # The figures are measured by `make bench-disk` (tools/bench_disk.py), for
+    # the site's pins and the matrix as they are now.
+    figures = json.loads(bench_disk.FIGURES.read_text())
+    assert figures["measured_for"] == bench_disk.key(), (
+        "the requirements or the version matrix changed since the disk was "
+        "measured: run make bench-disk and commit .ci/environment-disk.json"
+    )
     for job, workflow in (("test", SITE_YML), ("cpu", MATRIX_YML), ("build", SITE_YML)):
         need = disk_step_need(workflow, job)
-        assert figures[job] + MARGIN_GIB[job] <= need, (job, figures[job], need)
+        measured = figures["jobs"][job]
+        assert measured + MARGIN_GIB[job] <= need, (job, measured, need)
         # What the runner offers: its system disk after the clean-up, or its
         # second disk.
         assert need <= max(SYSTEM_DISK_FREE + sum(FREED.values()), SECOND_DISK_FREE), (
             job
         )
-    report(
-        "disk.json",
-        json.dumps({"jobs": figures, "shards": pairs}, indent=1),
-    )
 
 
 def test_the_disk_step_runs_first():
