@@ -87,8 +87,10 @@ pagelint: venv
 
 # --confcutdir: the fast lane loads its own conftest only (tests/unit/conftest.py),
 # not the slow lane's (its site fixtures, and its CI guard against narrowed runs).
+# The checker package's own tests run from its folder, with its own settings.
 unit: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider --confcutdir=tests/unit tests/unit
+	cd operator_checker && $(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The course's checker as a wheel (operator_checker/, see pagelib/checker.py):
 # `pip install _build/wheels/operator_checker-*.whl` in any environment with
@@ -186,7 +188,7 @@ format: venv
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(BUILDDIR) tutorials tutorial_modules sg_execution_times.rst
+	rm -rf $(BUILDDIR) tutorials sg_execution_times.rst
 
 # Checked on every make run, and cheap when the environment is complete.
 venv:

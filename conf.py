@@ -33,8 +33,6 @@ extensions = [
     # Notebooks that read as well as the pages, written again after
     # Sphinx-Gallery's (see _ext/notebooks.py).
     "notebooks",
-    # Modules that pages publish for download (see _ext/page_modules.py).
-    "page_modules",
     # The course's checker, a package served as a wheel (see _ext/checker_wheel.py).
     "checker_wheel",
     # The per-release table of PyTorch's sharp edges (see _ext/sharp_edges.py).
@@ -74,7 +72,6 @@ gettext_uuid = False
 exclude_patterns = [
     "_build",
     "advanced",
-    "tutorial_modules",
     "tests",
     ".ci",
     "README.md",
@@ -122,16 +119,6 @@ sphinx_gallery_conf = {
     # reference (_ext/api_reference.py) from the .codeobj.json files
     # Sphinx-Gallery always writes; its backreference files are not needed:
     # each entry shows the gallery index's own cards of the pages using it.
-}
-
-# A page's section that is also a module to download: written beside the
-# generated page from the page's own cells, so the file is the code that ran.
-page_modules = {
-    "check_your_operator.py": {
-        "section": "The checker",
-        "module": "operator_checker.py",
-        "summary": "every check of this course on one operator, in one call.",
-    },
 }
 
 # -- HTML --------------------------------------------------------------------

@@ -12,7 +12,7 @@
 ``markdown``     reST prose to a notebook's Markdown
 ``translation``  a page's catalog, and a script with its prose translated
 ``wording``      lists, devices, sentences and floors in the build's language
-``page_module``  a page's section published as a module to download
+``checker``      the course's checker package: its version, wheel and digest
 ``api_reference`` the torch API names the pages' code uses, and their entries
 ``thumbnails``   the gallery's cards (title, summary) in a translated edition
 

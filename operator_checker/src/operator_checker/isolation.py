@@ -218,8 +218,9 @@ def child_environment():
 # -- The Python API: check_operator(..., isolate=True) -------------------------
 
 
-def target_of(op):
-    """The name a child finds ``op`` by, and the module that defines it."""
+def target_of(op, imports=()):
+    """The name a child finds ``op`` by, and the module that defines it (None
+    when ``op`` is defined in ``__main__`` and ``imports`` register it)."""
     import torch
 
     if isinstance(op, str):
@@ -228,7 +229,9 @@ def target_of(op):
     init = getattr(op, "_init_fn", None)  # a custom_op's CustomOpDef
     if init is not None:
         module = init.__module__
-        if module == "__main__":
+        if module == "__main__" and imports:
+            module = None  # the imports define it again in the child
+        elif module == "__main__":
             raise JobError(
                 f"isolate=True runs {op._qualname} in a fresh process, which cannot "
                 "import __main__: define it in a module, or pass imports=[path to "
@@ -264,7 +267,7 @@ def check_isolated(op, samples, imports=(), timeout=300.0, options=None):
 
     from operator_checker.samples import save_samples
 
-    target, module = target_of(op)
+    target, module = target_of(op, imports)
     imports = [*torch.ops.loaded_libraries, *([module] if module else []), *imports]
     with tempfile.TemporaryDirectory(prefix="operator-checker-samples-") as folder:
         path = os.path.join(folder, "samples.pt")

@@ -1,0 +1,290 @@
+"""pytest integration: one test per check of an operator.
+
+In a test file::
+
+    from operator_checker.pytest import operator_tests
+
+    test_nms = operator_tests(
+        "torchvision::nms", samples="tests/nms_samples.pt", imports=["torchvision"]
+    )
+
+pytest then collects ``test_nms[eager]``, ``test_nms[test_schema]``, ...,
+``test_nms[recompiles]``: one test per check, those that ``only=`` or
+``quick=True`` leave out included (they are skipped). The first of them runs
+``check_operator`` once for the operator (in a child process, unless
+``isolate=False``); every test reads its check's rows of that report:
+
+* a failed row fails the test, with the row's variant, detail and fix;
+* limitations pass, each recorded as a property (``--junitxml`` writes it)
+  and listed in the "operator_checker limitations" section of the summary;
+* a check with only rows that do not apply, or that were declared skipped,
+  is skipped, with the reason;
+* an operator that cannot be checked (a bad target, samples that do not fit)
+  errors every test with the one-line reason.
+
+``test_nms[eager]`` stands for the plain calls that make the variants: it
+fails when the kernel refuses its own sample, or crashes or hangs on one.
+
+``samples`` is a file written by ``save_samples`` (a relative path is looked
+for in the current directory, the rootdir, then beside the test file), a list
+of samples, or a function returning either. The other keyword arguments are
+``check_operator``'s. An isolated run's child process imports from the
+folders on the session's ``sys.path`` too, so an operator defined in a test
+file or beside it is found there.
+
+This module is a pytest plugin (the package registers it), so it imports no
+torch when it is loaded: pytest loads it in every run of an environment that
+has the package. Without the package installed, add
+``pytest_plugins = ["operator_checker.pytest"]`` to a ``conftest.py``.
+"""
+
+import contextlib
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from operator_checker.report import CHECKS
+
+LIMITATION = "operator_checker limitation"  # the name of a recorded property
+OPTIONS = (
+    "devices",
+    "dtypes",
+    "exact",
+    "nondet_tol",
+    "nondifferentiable",
+    "skip",
+    "limitations",
+    "only",
+    "quick",
+    "isolate",
+    "imports",
+    "timeout",
+)
+SHOWN = 5  # the causes a message lists before saying how many more
+OPERATOR_NAME = re.compile(r"^(?:torch\.ops\.)?(\w+)(?:::|\.)(\w+)(?:\.\w+)?$")
+
+
+class NotChecked(Exception):
+    """The operator could not be checked: the reason, in one line."""
+
+
+class OperatorTests:
+    """What ``operator_tests`` was given, and the report once computed."""
+
+    def __init__(self, op, samples, options):
+        self.op, self.samples, self.options = op, samples, options
+        self.result = None  # a Report, or the exception that stopped the check
+
+    @property
+    def name(self):
+        if isinstance(self.op, str):
+            return self.op
+        return getattr(self.op, "_qualname", None) or str(self.op)
+
+    def report(self, test_file, rootdir):
+        """The report, computed by the first test that asks for it."""
+        if self.result is None:
+            try:
+                self.result = self.compute(test_file, rootdir)
+            except Exception as error:
+                self.result = unchecked(error)
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return self.result
+
+    def compute(self, test_file, rootdir):
+        from operator_checker.core import check_operator
+
+        samples = self.samples() if callable(self.samples) else self.samples
+        if isinstance(samples, (str, os.PathLike)):
+            samples = self.loaded(find(samples, test_file, rootdir))
+        elif isinstance(samples, dict):
+            samples = self.chosen(samples, "the samples")
+        options = {"isolate": True, **self.options}
+        with child_sees(sys.path):
+            return check_operator(self.op, samples, **options)
+
+    def loaded(self, path):
+        from operator_checker.samples import load_samples
+
+        return self.chosen(load_samples(path), str(path))
+
+    def chosen(self, found, where):
+        """This operator's samples in ``{operator: [samples]}``."""
+        if len(found) == 1:
+            return next(iter(found.values()))
+        wanted = {self.name}
+        if isinstance(self.op, str):
+            match = OPERATOR_NAME.match(self.op)
+            if match:
+                wanted.add("::".join(match.groups()))
+        else:
+            from operator_checker.samples import qualified_name
+
+            wanted.add(qualified_name(self.op))
+        for key in found:
+            if key in wanted:
+                return found[key]
+        raise NotChecked(
+            f"{where} holds no samples for {self.name}; it holds {', '.join(found)}"
+        )
+
+
+def unchecked(error):
+    """``error`` as one line, where it says what to fix; else as it is."""
+    from operator_checker.isolation import JobError
+    from operator_checker.targets import TargetError
+
+    if isinstance(error, (NotChecked, TargetError, JobError)):
+        return NotChecked(first_line(error))
+    if isinstance(error, (ValueError, TypeError, OSError)):
+        return NotChecked(f"{type(error).__name__}: {first_line(error)}")
+    return error
+
+
+def first_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def find(samples, test_file, rootdir):
+    """A samples file: as given, else under the rootdir, else beside the test."""
+    path = Path(samples)
+    candidates = [path]
+    if not path.is_absolute():
+        candidates += [Path(rootdir) / path, Path(test_file).parent / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise NotChecked(f"samples={str(samples)!r}: no such file")
+
+
+@contextlib.contextmanager
+def child_sees(path):
+    """An isolated run's child process imports from ``path`` too: the folders
+    pytest put on ``sys.path`` (a test file's own, the rootdir) hold the
+    modules that define the operators."""
+    before = os.environ.get("PYTHONPATH")
+    folders = [p for p in path if p and os.path.isdir(p)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*folders, before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def check_only(only):
+    """A misspelt name in ``only`` is an error when the tests are defined."""
+    unknown = [name for name in only or () if name not in CHECKS]
+    if unknown:
+        raise ValueError(f"only: {unknown[0]!r} is not a check: {CHECKS}")
+
+
+def operator_tests(op, samples, **options):
+    """A test function, parametrized with one test per check of ``op``.
+
+    Assign it to a name that pytest collects: ``test_crop =
+    operator_tests(crop, samples=[(image, 2)])``. ``op`` and the options are
+    ``check_operator``'s, with ``isolate=True`` unless you say otherwise.
+    """
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"operator_tests() got an unexpected keyword argument {unknown[0]!r}; "
+            f"it takes {', '.join(OPTIONS)}"
+        )
+    check_only(options.get("only"))
+    tests = OperatorTests(op, samples, options)
+
+    @pytest.mark.parametrize("check", CHECKS)
+    def test_operator(check, operator_checker_report, request):
+        check_verdict(operator_checker_report, check, request.node.user_properties)
+
+    test_operator.operator_checker = tests
+    return test_operator
+
+
+@pytest.fixture
+def operator_checker_report(request):
+    """The report of the operator that ``request``'s test function checks."""
+    tests = getattr(request.function, "operator_checker", None)
+    if tests is None:
+        raise pytest.UsageError(
+            "operator_checker_report serves the tests that operator_tests() makes"
+        )
+    try:
+        return tests.report(request.path, request.config.rootpath)
+    except NotChecked as error:
+        said = f"{tests.name}: not checked: {error}"
+    pytest.fail(said, pytrace=False)  # outside the except: one line, no chain
+
+
+def check_verdict(report, check, properties):
+    """Pass, fail or skip the test of ``check`` from its rows of ``report``;
+    each limitation goes to ``properties`` (the test's ``user_properties``,
+    which ``--junitxml`` writes; ``record_property`` would warn under the
+    default xunit2 family)."""
+    rows = [row for row in report.rows if row.check == check]
+    for group in groups(report, check, "limitation"):
+        remedy = f" (remedy: {group[0].see})" if group[0].see else ""
+        properties.append((LIMITATION, said(group) + remedy))
+    failed = groups(report, check, "failed")
+    if failed:
+        count = sum(map(len, failed))
+        lines = [f"{check} failed on {count} variant{'s' * (count != 1)}:"]
+        for group in failed[:SHOWN]:
+            lines.append(f"  {said(group)}")
+            if group[0].see:
+                lines.append(f"    fix: {group[0].see}")
+        if len(failed) > SHOWN:
+            lines.append(f"  and {len(failed) - SHOWN} more causes")
+        pytest.fail("\n".join(lines), pytrace=False)
+    if check == "eager" or {row.outcome for row in rows} & {"passed", "limitation"}:
+        return  # eager's rows are only what the kernel refused, or crashed on
+    if not rows:
+        pytest.skip(f"no variant of the samples calls for {check}")
+    reasons = [
+        said(g) if g[0].outcome == "skipped" else f"not applicable on {said(g)}"
+        for g in groups(report, check)
+    ]
+    more = f"; and {len(reasons) - SHOWN} more" if len(reasons) > SHOWN else ""
+    pytest.skip("; ".join(reasons[:SHOWN]) + more)
+
+
+def groups(report, check, outcome=None):
+    """``check``'s rows grouped by outcome and cause, of ``outcome`` if given."""
+    return [
+        group
+        for group in report.groups()
+        if group[0].check == check and outcome in (None, group[0].outcome)
+    ]
+
+
+def said(group):
+    """A group of rows in one line: its variants, short, and its detail; a
+    declaration's detail alone (it names what it declares)."""
+    first = group[0]
+    if first.variant == "declared":
+        return first.detail
+    more = f" and {len(group) - 1} more" if len(group) > 1 else ""
+    return f"{first.variant}{more}: {first.detail}"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """List the limitations the operators' tests recorded."""
+    found = [
+        (report.nodeid, value)
+        for report in terminalreporter.stats.get("passed", [])
+        for name, value in getattr(report, "user_properties", ())
+        if name == LIMITATION
+    ]
+    if found:
+        terminalreporter.section("operator_checker limitations")
+        for nodeid, said in found:
+            terminalreporter.line(f"{nodeid}: {said}")

@@ -1,0 +1,41 @@
+"""Fixtures of the package's tests: the test operators, imported once (an
+operator registers once per process), and a file of their samples."""
+
+import checker_operators
+import pytest
+import torch
+
+from operator_checker import save_samples
+
+# The samples file's operators, each with one small sample.
+SAMPLED = (
+    "scale",
+    "wrong_fake",
+    "wrong_backward",
+    "no_backward",
+    "crash_on_empty",
+    "hang_on_empty",
+)
+
+
+@pytest.fixture(scope="session")
+def samples_file(tmp_path_factory):
+    """A file written by save_samples: one sample for each test operator."""
+    path = tmp_path_factory.mktemp("samples") / "samples.pt"
+    generator = torch.Generator().manual_seed(0)
+    save_samples(
+        path,
+        {
+            getattr(checker_operators, name): [
+                (torch.randn(3, 4, generator=generator), 2.0)
+            ]
+            for name in SAMPLED
+        },
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def operators_file():
+    """The file that registers the test operators, for a child process."""
+    return checker_operators.OPERATORS_FILE

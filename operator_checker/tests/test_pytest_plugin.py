@@ -1,0 +1,214 @@
+"""operator_checker.pytest: one test per check, from one report per operator.
+
+The inner test sessions run in this process (pytester), on the operators
+that conftest.py imported, with ``isolate=False``: a child process costs
+seconds. The replay of captured torchvision samples runs isolated, as CI would.
+"""
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+import torch
+import torchvision
+from checker_operators import scale
+from operator_checker.pytest import LIMITATION, child_sees, operator_tests
+from operator_checker.report import CHECKS
+
+from operator_checker import capture_samples, check_operator, save_samples
+
+OPERATOR_TESTS = """
+import torch
+
+from checker_operators import no_backward, wrong_fake
+from operator_checker.pytest import operator_tests
+
+FAST = dict(devices=["cpu"], dtypes=[torch.float32], isolate=False)
+SAMPLES = [(torch.randn(3, 4), 2.0)]
+made = []
+
+
+def samples_of_wrong_fake():
+    made.append(1)
+    return SAMPLES
+
+
+test_scale = operator_tests(
+    "oc_test::scale",
+    SAMPLES,
+    only=["test_faketensor", "gradcheck"],
+    skip={"gradcheck": "too slow for this suite"},
+    **FAST,
+)
+test_wrong_fake = operator_tests(
+    wrong_fake, samples_of_wrong_fake, only=["test_faketensor", "vmap"], **FAST
+)
+test_no_backward = operator_tests(no_backward, SAMPLES, only=["gradcheck"], **FAST)
+test_integers = operator_tests(
+    "aten::bitwise_not", [(torch.arange(6),)], only=["gradcheck"], **FAST
+)
+test_missing = operator_tests("oc_test::nothing", SAMPLES, only=["vmap"], **FAST)
+
+
+def test_the_report_of_an_operator_was_made_once():
+    assert made == [1]
+"""
+
+
+@pytest.fixture(scope="module")
+def torch_warmed():
+    """Run the inner session's checks once in this process first. pytester
+    removes the modules that an inner session imported when it ends, and
+    torch's lazily imported modules refuse to be imported a second time
+    ("already registered")."""
+    check_operator(
+        scale,
+        [(torch.randn(3, 4), 2.0)],
+        only=["test_faketensor", "gradcheck", "vmap"],
+        devices=["cpu"],
+        dtypes=[torch.float32],
+    )
+
+
+@pytest.fixture(scope="module")
+def inner_sessions():
+    return {}
+
+
+@pytest.fixture
+def inner_session(torch_warmed, inner_sessions, request):
+    """The outcome of a test session of OPERATOR_TESTS, and its JUnit XML's
+    test cases by name; the session runs once for the module's tests."""
+    if not inner_sessions:
+        pytester = request.getfixturevalue("pytester")
+        pytester.makepyfile(test_operators=OPERATOR_TESTS)
+        result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=junit.xml")
+        junit = ElementTree.parse(pytester.path / "junit.xml")
+        cases = {case.get("name"): case for case in junit.iter("testcase")}
+        inner_sessions["run"] = result, cases
+    return inner_sessions["run"]
+
+
+def test_each_check_is_a_test_passed_failed_skipped_or_errored(inner_session):
+    result, cases = inner_session
+    # Four operators with a report, and one without (16 errors). Of the 64
+    # tests of the four, 7 pass (the made-once test passes too), 1 fails
+    # (test_wrong_fake[test_faketensor]), and the rest were not checked.
+    result.assert_outcomes(passed=7 + 1, failed=1, skipped=64 - 8, errors=16)
+    operators = ("scale", "wrong_fake", "no_backward", "integers", "missing")
+    assert set(cases) == {
+        f"test_{op}[{check}]" for op in operators for check in CHECKS
+    } | {"test_the_report_of_an_operator_was_made_once"}
+    assert cases["test_scale[test_faketensor]"].find("*") is None  # passed
+
+
+def test_a_failed_row_fails_its_test_with_the_variant_detail_and_fix(inner_session):
+    result, cases = inner_session
+    (failure,) = cases["test_wrong_fake[test_faketensor]"].iter("failure")
+    said = failure.get("message")
+    assert said.startswith("Failed: test_faketensor failed on 10 variants:\n")
+    assert (
+        "  #0 contiguous float32 cpu and 7 more: MetadataMismatchError: Shapes "
+        "torch.Size([3, 4]) and torch.Size([2, 4]) are not equal!\n"
+        "    fix: Troubleshooting Custom Operators > "
+    ) in said
+    result.stdout.fnmatch_lines(["FAILED test_operators.py::test_wrong_fake*"])
+
+
+def test_limitations_pass_and_are_recorded_and_listed(inner_session):
+    result, cases = inner_session
+    case = cases["test_no_backward[gradcheck]"]
+    assert case.find("failure") is None and case.find("skipped") is None
+    recorded = [
+        prop.get("value")
+        for prop in case.iter("property")
+        if prop.get("name") == LIMITATION
+    ]
+    assert len(recorded) == 1 and "no backward" in recorded[0]
+    result.stdout.fnmatch_lines(
+        [
+            "*= operator_checker limitations =*",
+            "test_operators.py::test_no_backward?gradcheck?: *no backward*",
+        ]
+    )
+
+
+def test_what_was_not_checked_is_skipped_with_the_reason(inner_session):
+    result, cases = inner_session
+
+    def reason(name):
+        return cases[name].find("skipped").get("message")
+
+    assert reason("test_scale[gradcheck]") == "gradcheck: too slow for this suite"
+    assert reason("test_scale[vmap]") == "vmap: left out by only="
+    assert reason("test_integers[gradcheck]") == (
+        "not applicable on #0 contiguous integers cpu: no floating-point argument"
+    )
+
+
+def test_an_operator_that_cannot_be_checked_errors_each_test_in_one_line(
+    inner_session,
+):
+    result, cases = inner_session
+    for name in (f"test_missing[{check}]" for check in CHECKS):
+        (error,) = cases[name].iter("error")
+        assert error.text.strip().splitlines() == [
+            "oc_test::nothing: not checked: no operator oc_test::nothing "
+            "(is the library that registers it imported? add --import MODULE)"
+        ]
+
+
+def test_captured_torchvision_samples_replay_in_a_test_file(pytester):
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30.0]])
+    scores = torch.tensor([0.9, 0.8, 0.7])
+    with capture_samples(torch.ops.torchvision.nms) as found:
+        kept = torchvision.ops.nms(boxes, scores, 0.5)
+    assert kept.tolist() == [0, 2]
+    folder = pytester.mkdir("operator_checks")
+    save_samples(folder / "nms_samples.pt", found)
+    (folder / "test_nms.py").write_text(
+        "import torch\n"
+        "from operator_checker.pytest import operator_tests\n"
+        "\n"
+        "test_nms = operator_tests(\n"
+        "    'torchvision::nms',\n"
+        "    samples='nms_samples.pt',  # beside this file\n"
+        "    imports=['torchvision'],\n"
+        "    only=['test_faketensor'],\n"
+        "    devices=['cpu'],\n"
+        "    dtypes=[torch.float32],\n"
+        ")\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2, skipped=14)
+    result.stdout.fnmatch_lines(["*test_nms?test_faketensor? PASSED*"])
+
+
+def test_options_are_checked_when_the_tests_are_defined():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'isolated'"):
+        operator_tests("oc_test::scale", [], isolated=True)
+    with pytest.raises(ValueError, match="only: 'gradchek' is not a check"):
+        operator_tests("oc_test::scale", [], only=["gradchek"])
+
+
+def test_an_isolated_child_imports_from_the_folders_of_the_test_session(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PYTHONPATH", "/already/there")
+    with child_sees([str(tmp_path), "/no/such/folder", ""]):
+        assert os.environ["PYTHONPATH"] == f"{tmp_path}{os.pathsep}/already/there"
+    assert os.environ["PYTHONPATH"] == "/already/there"
+
+
+def test_loading_the_plugin_imports_no_torch():
+    code = (
+        "import sys, operator_checker.pytest as plugin\n"
+        "assert plugin.pytest.main, 'not the real pytest'\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
