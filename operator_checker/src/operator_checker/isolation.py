@@ -194,7 +194,13 @@ def run_jobs(jobs, timeout=300.0, echo=None):
                 ]
                 results[index] = report
                 current = index + 1
-    return results
+    # A job no child finished is said, never dropped: the run did not check it.
+    return [
+        result
+        if result is not None
+        else JobError("the checker stopped before finishing it")
+        for result in results
+    ]
 
 
 def add_seconds(first, second):
@@ -325,7 +331,7 @@ def child(spec_path):
             TypeError,
             ValueError,
         ) as error:  # samples or declarations that do not fit
-            emit(event="error", job=index, message=f"{job.target}: {error}")
+            emit(event="error", job=index, message=str(error))
             continue
         emit(
             event="done",
