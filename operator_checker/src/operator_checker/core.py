@@ -367,32 +367,7 @@ def check_operator(
     """
     skip, limitations = dict(skip or {}), dict(limitations or {})
     skip.update(left_out(only, quick, skip))
-    if isolate:
-        from operator_checker import isolation
-
-        return isolation.check_isolated(
-            op,
-            samples,
-            imports=imports,
-            timeout=timeout,
-            options=dict(
-                devices=devices,
-                dtypes=dtypes,
-                exact=exact,
-                nondet_tol=nondet_tol,
-                nondifferentiable=nondifferentiable,
-                skip=skip,
-                limitations=limitations,
-                quick=quick,
-            ),
-        )
-    if isinstance(op, str):
-        from operator_checker.targets import resolve
-
-        op = resolve(op, imports)
-    return run_checks(
-        op,
-        samples,
+    options = dict(
         devices=devices,
         dtypes=dtypes,
         exact=exact,
@@ -402,6 +377,17 @@ def check_operator(
         limitations=limitations,
         quick=quick,
     )
+    if isolate:
+        from operator_checker import isolation
+
+        return isolation.check_isolated(
+            op, samples, imports=imports, timeout=timeout, options=options
+        )
+    if isinstance(op, str):
+        from operator_checker.targets import resolve
+
+        op = resolve(op, imports)
+    return run_checks(op, samples, **options)
 
 
 def run_checks(
