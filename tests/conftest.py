@@ -33,6 +33,11 @@ from tests.helpers import (
 TESTS_DIR = Path(__file__).resolve().parent
 # The fast lane (`make unit`), a whole run of its own: CI may run it alone.
 UNIT_DIR = TESTS_DIR / "unit"
+# The checker package's tests, which the suite runs too (testpaths). Run
+# alone, from their folder or with it named, they are the package's own run,
+# with its own settings (operator_checker/pyproject.toml), and this file is
+# not loaded.
+CHECKER_TESTS = REPO / "operator_checker" / "tests"
 
 
 def pytest_configure(config):
@@ -52,8 +57,10 @@ def pytest_configure(config):
         narrowed += [
             arg
             for arg, path in zip(config.args, chosen, strict=True)
-            if path not in (TESTS_DIR, REPO)
+            if path not in (TESTS_DIR, REPO, CHECKER_TESTS)
         ]
+        if REPO not in chosen and CHECKER_TESTS not in chosen:
+            narrowed.append(f"no {CHECKER_TESTS.relative_to(REPO)}")
     if narrowed:
         raise pytest.UsageError(
             "CI runs the whole suite, but it was narrowed by: " + ", ".join(narrowed)

@@ -36,6 +36,7 @@ def collect(*args):
             "tests/unit, tests/test_site_build.py",
         ),
         (["-k", "course"], "-k course"),
+        (["tests"], "no operator_checker/tests"),
     ],
 )
 def test_a_narrowed_run_is_refused_under_ci(args, named):
@@ -47,3 +48,9 @@ def test_a_narrowed_run_is_refused_under_ci(args, named):
 def test_the_fast_lane_runs_under_ci():
     returncode, output = collect("tests/unit")
     assert returncode == 0, output[-2000:]
+
+
+def test_the_whole_suite_runs_under_ci():
+    returncode, output = collect()
+    assert returncode == 0, output[-2000:]
+    assert "operator_checker/tests/" in output and "tests/unit/" in output
