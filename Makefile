@@ -60,7 +60,7 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	else mkdir -p $(BUILDDIR)/html/$(1) && touch $$stamp.new && $(TRANSLATED) \
 		&& mv $$stamp.new $$stamp; fi
 
-.PHONY: wheel html html-noplot check pagelint unit test lint format clean venv bench bench-disk bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
+.PHONY: wheel html html-noplot check pagelint unit test lint format clean venv bench bench-ci bench-disk bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
 
 html: venv
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
@@ -146,6 +146,12 @@ prune-envs:
 # WARM_CACHES_ONLY=1 skips the cold build with empty compiler caches.
 bench: venv
 	$(BIN)/python tools/bench_build.py --venv $(VENV) $(if $(filter 1 yes true,$(WARM_CACHES_ONLY)),--warm-caches-only)
+
+# Where CI's time goes (tools/bench_ci.py): `bash .ci/run` in a fresh clone of
+# HEAD, then the slowest steps of the suite and every page's run time, as
+# tables in _build/bench-ci.md. BENCH_CI_FROM=dir reads a clone already run.
+bench-ci: venv
+	$(BIN)/python tools/bench_ci.py $(if $(BENCH_CI_FROM),--from $(BENCH_CI_FROM))
 
 # The disk each workflow job's environments take (tools/bench_disk.py): makes
 # every environment of the matrix, measures, writes .ci/environment-disk.json

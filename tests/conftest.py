@@ -248,3 +248,36 @@ def executed_notebooks(site, tmp_path_factory):
     """
     runs = site.notebook_runs or start_notebook_runs(site, tmp_path_factory)
     return {name: run.result() for name, run in runs.items()}
+
+
+# -- Where the time goes -------------------------------------------------------
+
+# Every test's setup, call and teardown seconds, written by the run's main
+# process (the xdist controller gets every worker's reports) when the session
+# ends: `make bench-ci` (tools/bench_ci.py) reads it from a fresh clone's run.
+DURATIONS = REPO / "_build" / "test-durations.json"
+
+
+def pytest_runtest_logreport(report):
+    durations = _durations()
+    if durations is not None:
+        durations.setdefault(report.nodeid, {})[report.when] = round(report.duration, 2)
+
+
+def pytest_sessionfinish(session):
+    durations = _durations()
+    if durations is None or not durations:
+        return
+    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+    DURATIONS.write_text(json.dumps(durations, indent=0, sort_keys=True) + "\n")
+
+
+_RECORDED = {}
+
+
+def _durations():
+    """The running record, in the main process only (None in an xdist worker,
+    whose reports reach the controller anyway)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
+    return _RECORDED
