@@ -34,7 +34,7 @@ import envs
 import pytest
 
 from pagelib import checker
-from tests.helpers import REPO, pinned_torch, run
+from tests.helpers import MATRIX, REPO, pinned_torch, release_python, run
 
 TORCHVISION = next(
     line.split("==")[1]
@@ -301,6 +301,93 @@ def test_an_operator_that_segfaults_on_one_variant_is_a_failed_row_and_the_run_g
     faketensor = [row for row in rows if row["check"] == "test_faketensor"]
     assert faketensor and all(row["outcome"] == "passed" for row in faketensor)
     assert "crashed the process: SIGSEGV" in process.stdout
+
+
+# -- Installed as users install it --------------------------------------------
+
+SCALE = """
+import torch
+
+
+@torch.library.custom_op("installed::scale", mutates_args=())
+def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+    return x * factor
+
+
+scale.register_fake(lambda x, factor: torch.empty_like(x))
+scale.register_autograd(
+    lambda ctx, grad: (grad * ctx.factor, None),
+    setup_context=lambda ctx, inputs, output: setattr(ctx, "factor", inputs[1]),
+)
+
+
+def samples():
+    return [(torch.randn(3, 4), 2.0)]
+"""
+
+
+def check_scale(python, folder, *options):
+    (folder / "scale_op.py").write_text(textwrap.dedent(SCALE))
+    return run(
+        [str(python), "-m", "operator_checker", "installed::scale"]
+        + ["--import", "scale_op", "--samples", "scale_op:samples", "--device", "cpu"]
+        + list(options),
+        cwd=folder,
+        timeout=900,
+    )
+
+
+def test_pip_install_of_the_folder_works_where_only_torch_is_installed(uv, tmp_path):
+    venv = tmp_path / "only-torch"
+    seeded = [str(uv), "venv", "--quiet", "--seed", "--python", envs.base_python()]
+    made = run(seeded + [str(venv)])
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+    constraints = ["-c", str(REPO / "constraints.txt")]
+    installed = run(install + constraints + [f"torch=={pinned_torch()}"], timeout=900)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    # pip, with its own build isolation, from a copy of the folder (a build in
+    # the checkout would leave setuptools' build/ there).
+    folder = tmp_path / "operator_checker"
+    for path in checker.files():
+        target = folder / path.relative_to(checker.ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    pip = [
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ]
+    installed = run(pip + [str(folder)], timeout=900)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    version = run([str(python), "-m", "operator_checker", "--version"])
+    assert version.stdout.strip() == f"operator-checker {checker.version()}"
+    process = check_scale(python, tmp_path, "--quick")
+    assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
+    assert "installed::scale: 1 variant, passed" in process.stdout
+
+
+def test_the_checker_runs_on_its_torch_floor(tmp_path):
+    floor = ".".join(map(str, envs_floor()))
+    release = next(
+        r["torch"] for r in MATRIX["releases"] if r["torch"].startswith(floor)
+    )
+    process = check_scale(release_python(release), tmp_path)
+    assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
+    assert "installed::scale: " in process.stdout and ", passed, " in process.stdout
+
+
+def envs_floor():
+    """The package's PyTorch floor, as its pyproject.toml requires it."""
+    import tomllib
+
+    project = tomllib.loads((checker.ROOT / "pyproject.toml").read_text())["project"]
+    (torch_requirement,) = [d for d in project["dependencies"] if d.startswith("torch")]
+    return tuple(int(part) for part in torch_requirement.split(">=")[1].split("."))
 
 
 # -- The wheel the site serves ------------------------------------------------

@@ -1,11 +1,16 @@
 """The package's metadata agrees with its code."""
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import operator_checker
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+TORCH_FLOOR_TEXT = [str(part) for part in operator_checker.TORCH_FLOOR]
 
 
 def project():
@@ -29,3 +34,27 @@ def test_the_version_is_the_one_the_package_declares():
 def test_every_public_name_is_found():
     for name in operator_checker.__all__:
         assert getattr(operator_checker, name) is not None, name
+
+
+def test_a_torch_below_the_floor_is_refused_in_one_line():
+    # The running torch posing as the release below the floor: what the
+    # package checks is the version it reports.
+    below = f"{TORCH_FLOOR_TEXT[0]}.{int(TORCH_FLOOR_TEXT[1]) - 1}.0"
+    code = (
+        "import torch\n"
+        f"torch.__version__ = {below!r}\n"
+        "import operator_checker\n"
+        "try:\n"
+        "    operator_checker.check_operator\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+        "else:\n"
+        "    print('imported')\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert process.stdout.strip() == (
+        f"operator_checker needs PyTorch {'.'.join(TORCH_FLOOR_TEXT)} or later; "
+        f"this is {below}"
+    ), process.stdout + process.stderr

@@ -126,6 +126,6 @@ def test_printing_a_report_shows_each_outcome(outcome):
     shown = Report("mylib::op", variants=1)
     shown.rows = [Row("vmap", "#0 contiguous float32 cpu", outcome, "said so")]
     text = str(shown)
-    assert text.splitlines()[0].startswith("mylib::op: 1 variants, ")
+    assert text.splitlines()[0].startswith("mylib::op: 1 variant, ")
     assert f"vmap: {outcome}, #0 contiguous float32 cpu" in text
     assert ("1 rows failed" in text) == (outcome == "failed")

@@ -142,7 +142,8 @@ class Report:
         verdict = "passed" if self.passed else f"{len(self.failed)} rows failed"
         seconds = sum(self.seconds.values())
         lines = [
-            f"{self.operator}: {self.variants} variants, {verdict}, "
+            f"{self.operator}: {self.variants} variant{'s' * (self.variants != 1)}, "
+            f"{verdict}, "
             f"{limits} limitation{'s' * (limits != 1)}, {seconds:.1f} s"
         ]
         for group in self.groups():
