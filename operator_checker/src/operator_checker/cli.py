@@ -75,7 +75,10 @@ def parser():
         help="write a summary in Markdown (a CI job summary)",
     )
     parse.add_argument(
-        "--only", metavar="CHECK", action="append", help="run only this check (repeat)"
+        "--only",
+        metavar="CHECK",
+        action="append",
+        help=f"run only this check (repeat); the checks: {', '.join(CHECKS[1:])}",
     )
     parse.add_argument(
         "--skip",
