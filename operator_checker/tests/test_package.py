@@ -58,3 +58,10 @@ def test_a_torch_below_the_floor_is_refused_in_one_line():
         f"operator_checker needs PyTorch {'.'.join(TORCH_FLOOR_TEXT)} or later; "
         f"this is {below}"
     ), process.stdout + process.stderr
+
+
+def test_the_command_names_the_dtypes_the_checker_converts_to():
+    from operator_checker.cli import DTYPE_NAMES
+    from operator_checker.variants import DTYPES
+
+    assert DTYPE_NAMES == tuple(str(d).removeprefix("torch.") for d in DTYPES)

@@ -186,6 +186,34 @@ def test_captured_torchvision_samples_replay_in_a_test_file(pytester):
     result.stdout.fnmatch_lines(["*test_nms?test_faketensor? PASSED*"])
 
 
+def test_a_relative_imports_file_is_found_beside_the_test_file(pytester):
+    folder = pytester.mkdir("operator_checks")
+    (folder / "beside_ops.py").write_text(
+        "import torch\n"
+        "\n"
+        "@torch.library.custom_op('beside::double', mutates_args=())\n"
+        "def double(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return x * 2\n"
+        "\n"
+        "double.register_fake(lambda x: torch.empty_like(x))\n"
+    )
+    (folder / "test_beside.py").write_text(
+        "import torch\n"
+        "from operator_checker.pytest import operator_tests\n"
+        "\n"
+        "test_double = operator_tests(\n"
+        "    'beside::double',\n"
+        "    samples=lambda: [(torch.ones(2, 3),)],\n"
+        "    imports=['beside_ops.py'],  # beside this file, not in the cwd\n"
+        "    only=['test_schema'],\n"
+        "    devices=['cpu'],\n"
+        "    dtypes=[torch.float32],\n"
+        ")\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.stdout.fnmatch_lines(["*test_double?test_schema? PASSED*"])
+
+
 def test_options_are_checked_when_the_tests_are_defined():
     with pytest.raises(TypeError, match="unexpected keyword argument 'isolated'"):
         operator_tests("oc_test::scale", [], isolated=True)

@@ -128,4 +128,26 @@ def test_printing_a_report_shows_each_outcome(outcome):
     text = str(shown)
     assert text.splitlines()[0].startswith("mylib::op: 1 variant, ")
     assert f"vmap: {outcome}, #0 contiguous float32 cpu" in text
-    assert ("1 rows failed" in text) == (outcome == "failed")
+    assert ("1 row failed" in text) == (outcome == "failed")
+
+
+def test_declared_skips_print_one_line_per_reason_naming_each():
+    shown = Report("mylib::op", variants=2)
+    shown.rows = [
+        Row("eager", "declared", "skipped", "float16: --skip"),
+        Row("eager", "declared", "skipped", "float64: --skip"),
+        Row("compiled", "declared", "skipped", "compiled: left out by only="),
+        Row("vmap", "declared", "skipped", "vmap: left out by only="),
+        Row("vmap", "#0 contiguous float32 cpu", "passed"),
+    ]
+    lines = str(shown).splitlines()
+    assert "  skipped (--skip): float16, float64" in lines
+    assert "  skipped (left out by only=): compiled, vmap" in lines
+    assert not any("and 1 more" in line for line in lines)
+
+
+def test_only_never_leaves_out_what_the_calls_themselves_find():
+    from operator_checker.report import left_out
+
+    assert {"eager", "gradients"}.isdisjoint(left_out(["vmap"], False, {}))
+    assert "compiled" in left_out(["vmap"], False, {})

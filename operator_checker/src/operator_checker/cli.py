@@ -16,6 +16,10 @@ import operator_checker
 from operator_checker.isolation import Job, JobError, run_jobs
 from operator_checker.report import CHECKS, QUICK_CHECKS, Report, left_out
 
+# The floating-point dtypes the checker converts samples to (variants.DTYPES,
+# named here so that the command's parent process need not import torch).
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
+
 EXAMPLES = """\
 examples:
   record samples once, from calls your code makes:
@@ -94,6 +98,14 @@ def parser():
         "samples as given: for a pre-commit hook",
     )
     parse.add_argument(
+        "--dtype",
+        dest="dtypes",
+        action="append",
+        metavar="DTYPE",
+        help="check in this floating-point dtype (repeat); default: "
+        f"{', '.join(DTYPE_NAMES)} (gradients are checked in float64 anyway)",
+    )
+    parse.add_argument(
         "--device",
         dest="devices",
         action="append",
@@ -148,6 +160,10 @@ def samples_file(source, folder):
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    unknown_dtypes = [name for name in args.dtypes or [] if name not in DTYPE_NAMES]
+    if unknown_dtypes:
+        names = ", ".join(DTYPE_NAMES)
+        return fail(f"--dtype {unknown_dtypes[0]}: not one of {names}")
     unknown = [name for name in args.only or [] if name not in CHECKS]
     if unknown:
         return fail(
@@ -155,7 +171,7 @@ def main(argv=None):
         )
     options = {
         "devices": args.devices,
-        "dtypes": ["float32", "float64", "float16", "bfloat16"],
+        "dtypes": args.dtypes or list(DTYPE_NAMES),
         "exact": True,
         "nondet_tol": 0.0,
         "nondifferentiable": {},

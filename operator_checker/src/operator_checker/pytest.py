@@ -26,8 +26,9 @@ pytest then collects ``test_nms[eager]``, ``test_nms[test_schema]``, ...,
 fails when the kernel refuses its own sample, or crashes or hangs on one.
 
 ``samples`` is a file written by ``save_samples`` (a relative path is looked
-for in the current directory, the rootdir, then beside the test file), a list
-of samples, or a function returning either. The other keyword arguments are
+for in the current directory, the rootdir, then beside the test file, as are
+the ``.py`` and ``.so`` files of ``imports``), a list of samples, or a
+function returning either. The other keyword arguments are
 ``check_operator``'s. An isolated run's child process imports from the
 folders on the session's ``sys.path`` too, so an operator defined in a test
 file or beside it is found there.
@@ -104,6 +105,12 @@ class OperatorTests:
         elif isinstance(samples, dict):
             samples = self.chosen(samples, "the samples")
         options = {"isolate": True, **self.options}
+        options["imports"] = [
+            str(find(what, test_file, rootdir, "imports"))
+            if what.endswith((".py", ".so", ".dylib", ".dll"))
+            else what
+            for what in map(str, options.get("imports", ()))
+        ]
         with child_sees(sys.path):
             return check_operator(self.op, samples, **options)
 
@@ -150,8 +157,9 @@ def first_line(error):
     return lines[0] if lines else type(error).__name__
 
 
-def find(samples, test_file, rootdir):
-    """A samples file: as given, else under the rootdir, else beside the test."""
+def find(samples, test_file, rootdir, what="samples"):
+    """A file named by ``samples=`` (or ``imports=``): as given, else under the
+    rootdir, else beside the test."""
     path = Path(samples)
     candidates = [path]
     if not path.is_absolute():
@@ -159,7 +167,7 @@ def find(samples, test_file, rootdir):
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise NotChecked(f"samples={str(samples)!r}: no such file")
+    raise NotChecked(f"{what}={str(samples)!r}: no such file")
 
 
 @contextlib.contextmanager

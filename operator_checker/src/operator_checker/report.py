@@ -56,7 +56,10 @@ def left_out(only, quick, skip):
     if quick:
         chosen &= set(QUICK_CHECKS)
     why = "left out by only=" if not quick else "quick: not one of the fast checks"
-    return {c: why for c in CHECKS[1:] if c not in chosen and c not in skip}
+    # "eager" and "gradients" are not checks one runs but what the calls that
+    # make the variants found: never left out.
+    runnable = [c for c in CHECKS if c not in ("eager", "gradients")]
+    return {c: why for c in runnable if c not in chosen and c not in skip}
 
 
 @dataclasses.dataclass
@@ -129,17 +132,32 @@ class Report:
         return next((o for o in OUTCOMES if o in outcomes), "")
 
     def groups(self):
-        """The rows, grouped by check, outcome and cause."""
+        """The rows, grouped by check, outcome and cause (numbers aside, but
+        for declarations)."""
         grouped = {}
         order = sorted(self.rows, key=lambda row: CHECKS.index(row.check))
         for row in order:
-            cause_key = re.sub(r"\d+", "#", row.detail)
+            cause_key = row.detail  # a declaration is its own cause
+            if row.variant != "declared":
+                cause_key = re.sub(r"\d+", "#", row.detail)
             grouped.setdefault((row.check, row.outcome, cause_key), []).append(row)
         return list(grouped.values())
 
+    def declared_skips(self):
+        """{reason: [what it leaves out]} of the skips declared or asked for."""
+        found = {}
+        for row in self.rows:
+            if (row.variant, row.outcome) == ("declared", "skipped"):
+                what, _, reason = row.detail.partition(": ")
+                found.setdefault(reason, []).append(what)
+        return found
+
     def __str__(self):
         limits = len({row.detail for row in self.limitations})
-        verdict = "passed" if self.passed else f"{len(self.failed)} rows failed"
+        failed = len(self.failed)
+        verdict = (
+            "passed" if self.passed else f"{failed} row{'s' * (failed != 1)} failed"
+        )
         seconds = sum(self.seconds.values())
         lines = [
             f"{self.operator}: {self.variants} variant{'s' * (self.variants != 1)}, "
@@ -147,6 +165,8 @@ class Report:
             f"{limits} limitation{'s' * (limits != 1)}, {seconds:.1f} s"
         ]
         for group in self.groups():
+            if (group[0].variant, group[0].outcome) == ("declared", "skipped"):
+                continue  # one line per reason, below
             first, ran = group[0], [r for r in self.rows if r.check == group[0].check]
             shown = first.variant
             if len(group) == len(ran) > 1:
@@ -162,6 +182,13 @@ class Report:
                 lines += textwrap.wrap(
                     note, 68, initial_indent=" " * 6, subsequent_indent=" " * 8
                 )
+        for reason, left in self.declared_skips().items():
+            lines += textwrap.wrap(
+                f"skipped ({reason}): {', '.join(left)}",
+                70,
+                initial_indent=" " * 2,
+                subsequent_indent=" " * 6,
+            )
         return "\n".join(lines)
 
 
