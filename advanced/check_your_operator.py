@@ -55,6 +55,13 @@ import torch
 
 if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
     sys.exit(f"This page needs PyTorch 2.7 or later; this is {torch.__version__}.")
+try:
+    import operator_checker
+except ModuleNotFoundError:
+    sys.exit(
+        "This page needs operator-checker: pip install the wheel its web page "
+        "links, or ./operator_checker from the course's repository."
+    )
 
 import contextlib
 import importlib.metadata
@@ -73,7 +80,6 @@ import pytest
 import torchvision
 from torch import Tensor
 
-import operator_checker
 from operator_checker import (
     CHECKS,
     OUTCOMES,
@@ -96,8 +102,9 @@ folder = Path(tempfile.mkdtemp(prefix="checkop-"))  # the files this page writes
 #
 # The checker is a Python package of its own, ``operator-checker``, which
 # depends on PyTorch alone. Install it into the environment your tests run
-# in: ``pip install`` operator-checker's wheel, or, from a clone of this
-# course's repository, ``pip install ./operator_checker``. It brings three
+# in: ``pip install`` `the wheel this site serves
+# <../wheels/operator_checker-1.0.0-py3-none-any.whl>`_, or, from a clone of
+# this course's repository, ``pip install ./operator_checker``. It brings three
 # ways in: the function ``check_operator``, the command
 # ``python -m operator_checker``, and a pytest plugin, which pip registers
 # with the installation:

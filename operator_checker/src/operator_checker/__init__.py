@@ -27,26 +27,37 @@ command starts at once and its parent process never loads the operator.
 
 import importlib
 
+from operator_checker import report as _report  # imports no torch
+
 __version__ = "1.0.0"
 # The oldest PyTorch release the package is tested with.
 TORCH_FLOOR = (2, 7)
 
+#: The checks, in the order a report lists them. ``eager`` holds what the
+#: plain calls that make the variants found (a refused or crashing variant),
+#: ``gradients`` the arguments a backward does not reach; the others are
+#: checks that ``only=`` and ``skip=`` may name.
+CHECKS = _report.CHECKS
+#: A row's outcomes, from the worst: ``failed``, ``limitation``,
+#: ``not applicable``, ``skipped``, ``passed``.
+OUTCOMES = _report.OUTCOMES
+#: The fast checks that ``quick=True`` (``--quick``) runs on the samples as
+#: given: ``opcheck``'s four tests and ``vmap``, for a pre-commit hook.
+QUICK_CHECKS = _report.QUICK_CHECKS
+
 _PUBLIC = {
     "check_operator": "core",
-    "QUICK_CHECKS": "report",
     "Sample": "samples",
     "capture_samples": "samples",
     "save_samples": "samples",
     "load_samples": "samples",
     "Report": "report",
     "Row": "report",
-    "OUTCOMES": "report",
-    "CHECKS": "report",
     "DTYPES": "variants",
     "LAYOUTS": "variants",
     "TargetError": "targets",
 }
-__all__ = ["TORCH_FLOOR", "__version__", *_PUBLIC]
+__all__ = ["CHECKS", "OUTCOMES", "QUICK_CHECKS", "TORCH_FLOOR", "__version__", *_PUBLIC]
 
 
 def __getattr__(name):
