@@ -31,8 +31,9 @@ one of which crashes the process, and two of torchvision's.
 .. admonition:: Checklist
    :class: checklist
 
-   #. Install the checker: ``pip install`` operator-checker's wheel, or the
-      folder ``operator_checker/`` of this course's repository. It needs only
+   #. Install the checker: ``pip install`` `its wheel
+      <../wheels/operator_checker-1.0.0-py3-none-any.whl>`_, or the folder
+      ``operator_checker/`` of this course's repository. It needs only
       PyTorch.
    #. Give each operator one small sample of ordinary row-major tensors, or
       record samples from calls your code already makes with
