@@ -11,7 +11,6 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "operator_checker"
@@ -22,6 +21,10 @@ DISTRIBUTION = "operator-checker"
 
 
 def version():
+    # tomllib is Python 3.11's: imported here, so that tools/envs.py still
+    # starts on an older Python to say which ones the site supports.
+    import tomllib
+
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 

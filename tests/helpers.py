@@ -135,7 +135,16 @@ MACHINERY = [
     "requirements.txt",
     "constraints.txt",
 ]
-MACHINERY_FOLDERS = ["_ext", "pagelib", "_static", "_templates", "tools"]
+# The checker package is machinery too: every environment installs it and the
+# build serves its wheel.
+MACHINERY_FOLDERS = [
+    "_ext",
+    "pagelib",
+    "_static",
+    "_templates",
+    "tools",
+    "operator_checker",
+]
 
 
 def scratch_project(project, pages, *, files=(), folders=()):
@@ -153,7 +162,7 @@ def scratch_project(project, pages, *, files=(), folders=()):
         shutil.copytree(
             REPO / name,
             project / name,
-            ignore=shutil.ignore_patterns("__pycache__", "*.mo"),
+            ignore=shutil.ignore_patterns("__pycache__", "*.mo", "*.egg-info", "build"),
         )
     # index.rst's toctree names start_here; the real one links to every page.
     (project / "start_here.rst").write_text("Start here\n==========\n")
