@@ -200,20 +200,14 @@ def main(argv=None):
 
 def in_process(jobs):
     """The jobs in this process (``--no-isolate``)."""
-    import torch
-
     from operator_checker.core import run_checks
-    from operator_checker.isolation import samples_for
-    from operator_checker.samples import load_samples, qualified_name
-    from operator_checker.targets import TargetError, resolve
+    from operator_checker.isolation import job_inputs
+    from operator_checker.targets import TargetError
 
     results = []
     for job in jobs:
         try:
-            op = resolve(job.target, job.imports)
-            samples = samples_for(load_samples(job.samples), job, qualified_name(op))
-            options = dict(job.options)
-            options["dtypes"] = tuple(getattr(torch, d) for d in options["dtypes"])
+            op, samples, options = job_inputs(job)
             results.append(run_checks(op, samples, **options))
         except (TargetError, TypeError, ValueError, OSError) as error:
             results.append(JobError(str(error)))

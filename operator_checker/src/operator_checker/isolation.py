@@ -296,19 +296,15 @@ def child(spec_path):
         events.write(json.dumps(event) + "\n")
         events.flush()
 
-    import torch
-
     from operator_checker.core import Steps, run_checks
-    from operator_checker.samples import load_samples, qualified_name
-    from operator_checker.targets import TargetError, resolve
+    from operator_checker.targets import TargetError
 
     for index, job in enumerate(spec["jobs"]):
         if index < spec["first"]:
             continue
         job = Job(**job)
         try:
-            op = resolve(job.target, job.imports)
-            samples = samples_for(load_samples(job.samples), job, qualified_name(op))
+            op, samples, options = job_inputs(job)
         except (TargetError, ValueError, OSError) as error:
             emit(event="error", job=index, message=str(error))
             continue
@@ -323,8 +319,6 @@ def child(spec_path):
                 event="start", job=i, check=check, variant=variant
             ),
         )
-        options = dict(job.options)
-        options["dtypes"] = tuple(getattr(torch, d) for d in options["dtypes"])
         try:
             run_checks(op, samples, **options, steps=steps, report=report)
         except (
@@ -341,6 +335,21 @@ def child(spec_path):
             seconds=report.seconds,
         )
     events.close()
+
+
+def job_inputs(job):
+    """(operator, samples, ``run_checks``'s options) of ``job``, in this
+    process: what a child, or the command's ``--no-isolate``, checks."""
+    import torch
+
+    from operator_checker.samples import load_samples, qualified_name
+    from operator_checker.targets import resolve
+
+    op = resolve(job.target, job.imports)
+    samples = samples_for(load_samples(job.samples), job, qualified_name(op))
+    options = dict(job.options)
+    options["dtypes"] = tuple(getattr(torch, d) for d in options["dtypes"])
+    return op, samples, options
 
 
 def samples_for(found, job, name):
