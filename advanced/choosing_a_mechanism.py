@@ -73,6 +73,7 @@ if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 7):
 
 import ctypes
 import ctypes.util
+import json
 import os
 import re
 import shutil
@@ -435,28 +436,52 @@ package_dir = Path(tempfile.mkdtemp(prefix="mechanisms-"))
 has_compiler = any(shutil.which(name) for name in ("c++", "g++", "clang++"))
 
 fresh_process_script = """
-import sys, torch
+import json, sys, torch
+import torch._inductor.package  # what the loader needs, imported while we wait
 if torch.__version__.startswith("2.10."):  # its loader needs it imported (#173706)
     import torch._inductor.codecache
-package = torch._inductor.aoti_load_package(sys.argv[1])
 volume = torch.tensor([-8.0, -1.5, 0.3, 2.0, 27.0], dtype=torch.float64)
-print(package(volume.to(sys.argv[2], getattr(torch, sys.argv[3]))).tolist())
+for line in sys.stdin:  # one package a line: [path, device, dtype]
+    path, device, dtype = json.loads(line)
+    try:
+        package = torch._inductor.aoti_load_package(path)
+        values = package(volume.to(device, getattr(torch, dtype))).tolist()
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [""])[0]
+        print(json.dumps({"error": f"{type(error).__name__}: {first}"}), flush=True)
+    else:
+        print(json.dumps({"values": values}), flush=True)
 """
 
 
-def run_fresh(path, device="cpu", dtype="float64", env=None):
-    """Run a package on the sample in a new Python process: (values, error)."""
-    run = subprocess.run(
-        [sys.executable, "-c", fresh_process_script, path, device, dtype],
-        capture_output=True,
+def start_fresh_process(env=None):
+    """A new Python process, which never defines our operators. It imports
+    torch at once and runs the packages ``run_fresh`` gives it later."""
+    return subprocess.Popen(
+        [sys.executable, "-c", fresh_process_script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
         env=env,
     )
-    if run.returncode != 0:
-        error_lines = [line for line in run.stderr.splitlines() if "Error" in line]
-        return None, (error_lines or ["failed"])[-1].strip()
-    return torch.tensor(eval(run.stdout.strip()), dtype=torch.float64), None
+
+
+def run_fresh(process, packages):
+    """Run each (path, device, dtype) on the sample in ``process``, one after
+    the other; a (values, error) pair for each."""
+    requests = "".join(json.dumps(package) + "\n" for package in packages)
+    stdout, stderr = process.communicate(requests, timeout=600)
+    answers = [json.loads(line) for line in stdout.splitlines() if line[:1] == "{"]
+    error_lines = [line for line in stderr.splitlines() if "Error" in line]
+    died = (error_lines or [f"exit status {process.returncode}"])[-1].strip()
+    answers += [{"error": died}] * (len(packages) - len(answers))
+    return [
+        (torch.tensor(answer["values"], dtype=torch.float64), None)
+        if "values" in answer
+        else (None, answer["error"])
+        for answer in answers
+    ]
 
 
 def check_dynamo(model):
@@ -524,6 +549,7 @@ def check_export(model):
 
 
 def check_aoti(name, exported, expected):
+    """Compile and run the package here; the fresh process runs it later."""
     if exported is None:
         return {"aoti": "nothing to compile", "aoti_fresh": "nothing to compile"}
     if not has_compiler:
@@ -535,11 +561,7 @@ def check_aoti(name, exported, expected):
         torch.testing.assert_close(package(sample), expected)
     except Exception as error:
         return {"aoti": failure(error), "aoti_fresh": "not reached"}
-    fresh, error = run_fresh(path)
-    if error:
-        return {"aoti": "runs", "aoti_fresh": error}
-    torch.testing.assert_close(fresh, expected)
-    return {"aoti": "runs", "aoti_fresh": "runs"}
+    return {"aoti": "runs", "package": path}
 
 
 def measure(name, model, reference, operators=True):
@@ -555,10 +577,21 @@ def measure(name, model, reference, operators=True):
     return row
 
 
+fresh_process = start_fresh_process()  # it imports torch while we compile
 results = {
     name: measure(name, cube_surface_with(fn), reference_surface)
     for name, fn in mechanisms.items()
 }
+packages = {
+    name: row.pop("package") for name, row in results.items() if "package" in row
+}
+answers = run_fresh(
+    fresh_process, [(path, "cpu", "float64") for path in packages.values()]
+)
+for name, (values, error) in zip(packages, answers, strict=True):
+    if error is None:
+        torch.testing.assert_close(values, reference_surface(sample))
+    results[name]["aoti_fresh"] = error or "runs"
 print(f"measured {len(results)} mechanisms")
 
 # %%
@@ -995,11 +1028,15 @@ if TRITON_RUNS and has_compiler:
     exported = torch.export.export(AsModule(surface), (gpu_sample,), strict=False)
     gpu_package = str(package_dir / "triton_op_cuda.pt2")
     torch._inductor.aoti_compile_and_package(exported, package_path=gpu_package)
-    values, error = run_fresh(gpu_package, "cuda", "float32")
+    [(values, error)] = run_fresh(
+        start_fresh_process(), [(gpu_package, "cuda", "float32")]
+    )
     assert error is None, error
     torch.testing.assert_close(values, reference_surface(sample), rtol=1e-5, atol=0)
     no_gpu = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    _, error = run_fresh(gpu_package, "cpu", "float32", env=no_gpu)
+    [(_, error)] = run_fresh(
+        start_fresh_process(env=no_gpu), [(gpu_package, "cpu", "float32")]
+    )
     assert error is not None
     print(f"the GPU package runs in a fresh process; with no GPU visible: {error}")
 elif TRITON_RUNS:  # with a GPU, the GPU package must be built, not skipped
