@@ -5,6 +5,7 @@ Each child imports torch (seconds): every run here checks two cheap checks
 on one small sample."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 from operator_checker.isolation import JobError, target_of
 
-from operator_checker import check_operator
+from operator_checker import check_operator, isolation
 
 CHEAP_CHECKS = ["test_faketensor", "gradcheck"]
 
@@ -107,3 +108,46 @@ def test_an_operator_of_main_is_found_by_name_with_the_file_that_defines_it(
 ):
     target = target_of(operator_of_main, imports=["script.py"])
     assert target == ("oc_main::double.default", None)
+
+
+KEPT_OPERATOR = """
+import torch
+
+@torch.library.custom_op("oc_kept::add_one", mutates_args=())
+def add_one(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+@add_one.register_fake
+def _(x):
+    return torch.empty_like(x{fake_shape})
+"""
+
+
+def test_the_child_is_kept_for_the_next_call_until_its_imports_change(tmp_path):
+    module = tmp_path / "kept_operator.py"
+    module.write_text(KEPT_OPERATOR.format(fake_shape=""))
+
+    def check():
+        report = check_operator(
+            "oc_kept::add_one",
+            [(torch.randn(3, 4),)],
+            imports=[str(module)],
+            isolate=True,
+            only=["test_faketensor"],
+            devices=["cpu"],
+            dtypes=[torch.float32],
+        )
+        return report, isolation._warm.process.pid
+
+    first, child = check()
+    second, same_child = check()
+    assert first.passed and second.passed
+    assert same_child == child
+    # The fake kernel goes wrong on disk: the kept child has the old one
+    # imported, so a fresh child must check the file as it is now.
+    module.write_text(KEPT_OPERATOR.format(fake_shape="[0]"))
+    stat = module.stat()
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    third, other_child = check()
+    assert other_child != child
+    assert {row.check for row in third.failed} == {"test_faketensor"}

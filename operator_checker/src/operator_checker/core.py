@@ -363,7 +363,8 @@ def check_operator(
     operator by name: ``imports`` lists the modules, ``.py`` files or ``.so``
     libraries that register it (the libraries this process loaded with
     ``torch.ops.load_library`` are added), and ``timeout`` is the seconds one
-    step may take.
+    step may take. The child stays for the next isolated call with the same
+    ``imports``, while their files are unchanged.
     """
     skip, limitations = dict(skip or {}), dict(limitations or {})
     skip.update(left_out(only, quick, skip))

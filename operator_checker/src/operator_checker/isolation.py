@@ -1,20 +1,32 @@
 """Checking an operator in a child process, so that its crash is a row.
 
-The parent starts ``python -m operator_checker.isolation SPEC``. The child
-finds each operator by name, loads its samples, and runs the checks; it
-announces every step (a check on a variant, or the eager calls that make the
-variants) before it starts and streams every row as it is added, as JSON
-lines. When the child dies of a signal, exits early or stays silent in one
-step for longer than ``timeout``, the parent records a failed row for the step
-it was in ("crashed the process: SIGSEGV on #0 strided float32 cpu"), and
-starts a fresh child that skips the steps already done and the one that
-crashed. The parent imports no torch: the command stays quick to start, and
-nothing the operator does can reach it.
+The parent starts ``python -m operator_checker.isolation`` and writes the
+path of a spec (the jobs) to its stdin. The child finds each operator by
+name, loads its samples, and runs the checks; it announces every step (a
+check on a variant, or the eager calls that make the variants) before it
+starts and streams every row as it is added, as JSON lines, then says the
+spec is finished and waits for the next one. When the child dies (a signal,
+any exit before that), or stays silent in one step for longer than
+``timeout``, the parent records a failed row for the step it was in ("crashed
+the process: SIGSEGV on #0 strided float32 cpu"), and starts a fresh child
+that skips the steps already done and the one that crashed. The parent of the
+command imports no torch: it stays quick to start, and nothing the operator
+does can reach it.
+
+``check_operator(..., isolate=True)`` keeps its child for the next isolated
+call in the same process, as long as that call imports the same modules and
+files, none of them has changed on disk, and the environment is the same: a
+child that has imported torch and compiled once checks the next operator in
+the time the check takes in-process (``make bench-checker`` measures both).
+A crash or a hang ends the child; the next call starts a fresh one.
 """
 
+import atexit
 import dataclasses
+import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,54 +68,120 @@ def signal_name(returncode):
     return f"exit status {returncode}"
 
 
-def last_words(log):
-    """The last line the child wrote to its stderr, if any."""
+def last_words(log, start=0):
+    """The last line the child wrote to its output after ``start`` bytes."""
     try:
-        text = Path(log).read_text(errors="replace")
+        with open(log, "rb") as file:
+            file.seek(start)
+            text = file.read().decode(errors="replace")
     except OSError:
         return ""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
 
 
-def run_jobs(jobs, timeout=300.0, echo=None):
+class Worker:
+    """A child process that checks one spec after another, and the folder
+    that holds its log and the specs it was given."""
+
+    def __init__(self, key=None):
+        self.key = key
+        self.folder = tempfile.mkdtemp(prefix="operator-checker-")
+        self.log = Path(self.folder) / "child.log"
+        self.specs = 0
+        with open(self.log, "wb") as log_file:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "operator_checker.isolation"],
+                stdin=subprocess.PIPE,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=child_environment(),
+                text=True,
+            )
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def send(self, spec):
+        """Give the child a spec (a dict); the events file it writes to."""
+        self.specs += 1
+        path = Path(self.folder) / f"spec-{self.specs}.json"
+        events = Path(self.folder) / f"events-{self.specs}.jsonl"
+        events.touch()
+        path.write_text(json.dumps({**spec, "events": str(events)}))
+        self.said_before = self.log.stat().st_size
+        try:
+            self.process.stdin.write(f"{path}\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass  # it died: poll() says how
+        return events
+
+    def last_words(self):
+        """The last line the child wrote to its output for this spec, if any."""
+        return last_words(self.log, self.said_before)
+
+    def close(self, wait=5.0):
+        if self.process.stdin and not self.process.stdin.closed:
+            try:
+                self.process.stdin.close()  # end of input: the child exits
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            kill(self.process)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_warm = None  # the Worker kept by check_operator(isolate=True)
+
+
+@atexit.register
+def _close_warm():
+    global _warm
+    if _warm is not None:
+        _warm.close()
+        _warm = None
+
+
+def worker_for(key):
+    """The kept child if ``key`` matches and it is alive, else a fresh one."""
+    global _warm
+    if key is None:
+        return Worker()
+    if _warm is not None and _warm.key == key and _warm.alive():
+        worker, _warm = _warm, None
+        return worker
+    _close_warm()
+    return Worker(key)
+
+
+def run_jobs(jobs, timeout=300.0, echo=None, keep=None):
     """Check each job's operator in child processes; a ``Report`` or a
-    ``JobError`` per job, in order. ``echo(line)`` gets the child's progress."""
+    ``JobError`` per job, in order. ``echo(line)`` gets the child's progress.
+    ``keep``: a key (``reuse_key``) under which the last child is kept for
+    the next call with the same key; None ends it."""
+    global _warm
     results = [None] * len(jobs)
     state = [
         {"rows": [], "keys": set(), "seconds": {}, "variants": 0, "crashes": 0}
         for _ in jobs
     ]
     current = 0
-    with tempfile.TemporaryDirectory(prefix="operator-checker-") as folder:
-        attempt = 0
+    worker = None
+    try:
         while current < len(jobs):
-            attempt += 1
-            spec = Path(folder) / f"spec-{attempt}.json"
-            events = Path(folder) / f"events-{attempt}.jsonl"
-            log = Path(folder) / f"child-{attempt}.log"
-            events.touch()
-            spec.write_text(
-                json.dumps(
-                    {
-                        "events": str(events),
-                        "first": current,
-                        "jobs": [dataclasses.asdict(job) for job in jobs],
-                    }
-                )
+            if worker is None or not worker.alive():
+                worker = worker_for(keep)
+            events = worker.send(
+                {"first": current, "jobs": [dataclasses.asdict(job) for job in jobs]}
             )
             pending, outcome = None, None
-            with open(log, "wb") as log_file, open(events) as stream:
-                child = subprocess.Popen(
-                    [sys.executable, "-m", "operator_checker.isolation", str(spec)],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    env=child_environment(),
-                )
+            with open(events) as stream:
                 last, buffer = time.monotonic(), ""
                 while outcome is None:
-                    returncode = child.poll()
+                    returncode = worker.process.poll()
                     chunk = stream.read()
                     buffer += chunk
                     *complete, buffer = buffer.split("\n")
@@ -112,9 +190,12 @@ def run_jobs(jobs, timeout=300.0, echo=None):
                             continue
                         event = json.loads(line)
                         last = time.monotonic()
+                        kind = event["event"]
+                        if kind == "finished":
+                            outcome = "finished"
+                            break
                         index = event["job"]
                         current = max(current, index)
-                        kind = event["event"]
                         if kind == "start":
                             pending = (index, event["check"], event["variant"])
                             if echo:
@@ -141,23 +222,23 @@ def run_jobs(jobs, timeout=300.0, echo=None):
                             )
                             results[index] = report
                             current, pending = index + 1, None
-                    if chunk:
+                    if outcome is not None or chunk:
                         continue
                     if returncode is not None:
-                        outcome = (
-                            "exited" if returncode == 0 else signal_name(returncode)
-                        )
+                        outcome = signal_name(returncode)
                     elif pending and time.monotonic() - last > timeout:
-                        kill(child)
+                        kill(worker.process)
                         outcome = f"hung: no result within {timeout:g} s (timeout)"
                     else:
                         time.sleep(0.05)
-            if outcome == "exited" or current >= len(jobs):
+            if outcome == "finished" or current >= len(jobs):
                 break
             # The child died, or hung and was killed.
+            said = worker.last_words()
+            worker.close()
+            worker = None
             if pending is None:
                 if results[current] is None:
-                    said = last_words(log)
                     results[current] = JobError(
                         f"the child process ended ({outcome}) before checking "
                         f"{jobs[current].target}" + (f": {said}" if said else "")
@@ -165,7 +246,6 @@ def run_jobs(jobs, timeout=300.0, echo=None):
                 current += 1
                 continue
             index, check, variant = pending
-            said = last_words(log)
             what = (
                 outcome
                 if outcome.startswith("hung")
@@ -194,6 +274,12 @@ def run_jobs(jobs, timeout=300.0, echo=None):
                 ]
                 results[index] = report
                 current = index + 1
+    finally:
+        if worker is not None:
+            if keep is not None and worker.alive():
+                _warm = worker
+            else:
+                worker.close()
     # A job no child finished is said, never dropped: the run did not check it.
     return [
         result
@@ -279,10 +365,54 @@ def check_isolated(op, samples, imports=(), timeout=300.0, options=None):
         path = os.path.join(folder, "samples.pt")
         save_samples(path, {"sample": samples})
         job = Job(target, path, "sample", list(imports), options_as_json(options))
-        (result,) = run_jobs([job], timeout=timeout)
+        (result,) = run_jobs([job], timeout=timeout, keep=reuse_key(job))
     if isinstance(result, JobError):
         raise result
     return result
+
+
+def reuse_key(job):
+    """What a kept child must share with ``job`` to check it: this Python, the
+    folder and environment it started in, and the imports, each with the size
+    and modification time of its files (a changed file needs a fresh child)."""
+    imports = list(job.imports)
+    if ":" in job.target and "::" not in job.target:
+        imports.append(job.target.partition(":")[0])
+    return (
+        sys.executable,
+        os.getcwd(),
+        tuple(sorted(child_environment().items())),
+        tuple((what, files_stamp(what)) for what in imports),
+    )
+
+
+def files_stamp(what):
+    """The newest modification time and the total size of the files behind an
+    import: a ``.py`` or ``.so`` path, or a module, found without importing it
+    (a package: every file under it)."""
+    path = Path(what)
+    if path.suffix in (".py", ".so", ".dylib", ".dll"):
+        paths = [path]
+    else:
+        try:
+            spec = importlib.util.find_spec(what.partition(".")[0])
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            return None
+        folders = list(spec.submodule_search_locations or [])
+        paths = [Path(spec.origin)] if spec.origin and not folders else []
+        for folder in folders:
+            for root, _, names in os.walk(folder):
+                paths += [Path(root, name) for name in names]
+    newest, size = 0, 0
+    for file in paths:
+        try:
+            status = file.stat()
+        except OSError:
+            continue
+        newest, size = max(newest, status.st_mtime_ns), size + status.st_size
+    return newest, size
 
 
 # -- The child ----------------------------------------------------------------
@@ -334,6 +464,7 @@ def child(spec_path):
             variants=report.variants,
             seconds=report.seconds,
         )
+    emit(event="finished")
     events.close()
 
 
@@ -369,5 +500,12 @@ def samples_for(found, job, name):
     )
 
 
+def serve():
+    """Check each spec whose path arrives on stdin, until stdin ends."""
+    for line in sys.stdin:
+        if line.strip():
+            child(line.strip())
+
+
 if __name__ == "__main__":
-    child(sys.argv[1])
+    serve()
