@@ -151,3 +151,21 @@ def test_only_never_leaves_out_what_the_calls_themselves_find():
 
     assert {"eager", "gradients"}.isdisjoint(left_out(["vmap"], False, {}))
     assert "compiled" in left_out(["vmap"], False, {})
+
+
+def test_a_missing_double_backward_is_sent_to_a_backward_autograd_can_differentiate():
+    # A backward in NumPy leaves autograd; one in C++ (torchvision's) was never
+    # in it: the C++ page's backward calls operators that have their own.
+    numpy = (
+        "no double backward: RuntimeError: Can't call numpy() on Tensor that "
+        "requires grad"
+    )
+    assert see_for("gradgradcheck", numpy) == (
+        "Troubleshooting Custom Operators > A backward written in NumPy"
+    )
+    native = (
+        "no double backward: RuntimeError: double backwards on roi_align not supported"
+    )
+    assert see_for("gradgradcheck", native) == (
+        "C++ Custom Operators > A backward formula, registered from Python"
+    )

@@ -236,11 +236,13 @@ MUTABLE = "Functional and Mutable Operators"
 PYTHON_OPS = "Custom Python Operators"
 LAYOUTS_PAGE = "Layouts, CUDA Graphs and Streams"
 EDGES = "Sharp Edges: PyTorch Behaviours That Surprise Operator Authors"
+CPP = "C++ Custom Operators"
 FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("", r"torch\.no_grad", "What a Custom Operator Costs",
      "Switching autograd off, properly"),
     ("", r"^no backward", PYTHON_OPS, "Adding training support for crop"),
-    ("", r"^no double backward", TROUBLE, "A backward written in NumPy"),
+    ("", r"^no double backward.*numpy", TROUBLE, "A backward written in NumPy"),
+    ("", r"^no double backward", CPP, "A backward formula, registered from Python"),
     ("eager", r"", LAYOUTS_PAGE, "What the operator receives"),
     ("gradients", r"", PYTHON_OPS, "Adding training support for crop"),
     ("test_autograd", r"", PYTHON_OPS, "Adding training support for crop"),
@@ -276,6 +278,7 @@ PAGES = {
     PYTHON_OPS: "python_custom_ops",
     LAYOUTS_PAGE: "strides_and_runtime",
     EDGES: "sharp_edges",
+    CPP: "cpp_custom_ops",
     "What a Custom Operator Costs": "custom_op_performance",
     "Custom Operators in Function Transforms": "custom_op_transforms",
     "Training and Other Registrations": "custom_op_registrations",
