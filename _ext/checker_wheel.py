@@ -4,8 +4,9 @@ The course's checker is a package of its own (``operator_checker/``, see
 ``pagelib.checker``). When a build finishes, each edition gets its wheel at
 ``wheels/<wheel>``: pages link it there, and a notebook's install line names
 it (``_ext/notebooks.py``). The wheel is built once per content of the
-package, into the doctree folder (a second build with the same package
-copies it), so that the file a reader installs is this checkout's package.
+package (``pagelib.checker.cached_wheel``), so that the file a reader
+installs is this checkout's package, and a second build, the other edition
+or a scratch copy with the same package copies it.
 """
 
 import shutil
@@ -20,17 +21,10 @@ from pagelib import checker
 def serve_wheel(app, exception):
     if exception is not None or app.builder.format != "html":
         return
-    house = Path(app.doctreedir) / "operator-checker-wheel"
-    stamp = house / "digest"
-    wheel = house / checker.wheel_name()
-    digest = checker.digest()
-    if not (wheel.is_file() and stamp.is_file() and stamp.read_text() == digest):
-        shutil.rmtree(house, ignore_errors=True)
-        try:
-            checker.build_wheel(sys.executable, house)
-        except RuntimeError as error:
-            raise ExtensionError(str(error)) from None
-        stamp.write_text(digest)
+    try:
+        wheel = checker.cached_wheel(sys.executable)
+    except RuntimeError as error:
+        raise ExtensionError(str(error)) from None
     served = Path(app.outdir) / checker.SERVED / wheel.name
     served.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(wheel, served)

@@ -8,10 +8,13 @@ and how its wheel is built (from a copy of the folder, so that setuptools'
 """
 
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from pagelib import layout
 
 ROOT = Path(__file__).resolve().parent.parent / "operator_checker"
 # Where the site serves the wheel, under each edition's root.
@@ -52,6 +55,22 @@ def digest():
         found.update(str(path.relative_to(ROOT)).encode() + b"\0")
         found.update(path.read_bytes() + b"\0")
     return found.hexdigest()
+
+
+def cached_wheel(python):
+    """This checkout's wheel, built with ``python`` once per content of the
+    package (``digest()``) into the machine's cache, shared by the site's
+    builds, both editions, the environments and the scratch copies of the
+    tests; RuntimeError as ``build_wheel`` says."""
+    folder = layout.cache_home() / "checker-wheels" / digest()[:16]
+    wheel = folder / wheel_name()
+    if wheel.is_file():
+        return wheel
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="building-", dir=folder) as scratch:
+        built = build_wheel(python, scratch)
+        os.replace(built, wheel)  # whole or absent, for a build beside this one
+    return wheel
 
 
 def build_wheel(python, outdir):

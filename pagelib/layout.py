@@ -7,10 +7,19 @@ read these names instead of spelling the paths again. Standard library only:
 """
 
 import functools
+import os
 import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def cache_home():
+    """What every clone on the machine shares: environments, compiler caches,
+    the checker's wheels (the ``Makefile``'s ``CACHE_HOME``, this folder)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "pytorch-custom-ops-site"
+
 
 # -- Editions -----------------------------------------------------------------
 

@@ -46,7 +46,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -69,9 +68,7 @@ STAMP = ".complete.json"
 MATRIX_FILE = REPO / layout.MATRIX
 
 
-def cache_home():
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "pytorch-custom-ops-site"
+cache_home = layout.cache_home
 
 
 def say(message):
@@ -316,27 +313,17 @@ def install_checker(venv):
         if stamp.is_file() and stamp.read_text().strip() == wanted:
             return
         python = venv / "bin" / "python"
-        with tempfile.TemporaryDirectory(prefix="operator-checker-wheel-") as folder:
-            try:
-                wheel = checker.build_wheel(python, folder)
-            except RuntimeError as error:
-                stop(f"{error} (in {venv})")
-            uv = uv_executable()
-            options = ["--no-deps", "--reinstall", str(wheel)]
-            if uv is not None:
-                command = [
-                    str(uv),
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--python",
-                    str(python),
-                ]
-            else:
-                command = [str(python), "-m", "pip", "install", "--quiet"]
-            process = subprocess.run(
-                command + options, text=True, stderr=subprocess.PIPE
-            )
+        try:
+            wheel = checker.cached_wheel(python)
+        except RuntimeError as error:
+            stop(f"{error} (in {venv})")
+        options = ["--no-deps", "--reinstall", str(wheel)]
+        uv = uv_executable()
+        if uv is not None:
+            command = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+        else:
+            command = [str(python), "-m", "pip", "install", "--quiet"]
+        process = subprocess.run(command + options, text=True, stderr=subprocess.PIPE)
         if process.returncode != 0:
             lines = process.stderr.strip().splitlines() or ["no message"]
             stop(f"installing operator_checker into {venv} failed: {lines[-1]}")
