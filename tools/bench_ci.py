@@ -5,17 +5,21 @@ temporary folder and runs ``bash .ci/run`` there, as CI does (``CI=true``),
 its output in ``_build/bench-ci.log``. The suite writes each test's setup,
 call and teardown seconds (``tests/conftest.py``: ``_build/test-durations.json``
 in the clone), and its build each page's run time (Sphinx-Gallery's
-``tutorials/*.cost.json``). This prints the slowest steps and every page's
-run time, and writes them to ``_build/bench-ci.json`` and, as the Markdown
-tables the README shows, ``_build/bench-ci.md``.
+``tutorials/*.cost.json``). This prints the run's wall and CPU time (the
+CPU time over the cores: how busy the machine was), the slowest steps, each
+test module's total and every page's run time, and writes them to
+``_build/bench-ci.json`` and, as the Markdown tables the README shows,
+``_build/bench-ci.md``.
 
     python tools/bench_ci.py [--keep] [--top N]
     python tools/bench_ci.py --from CLONE   # the tables of a run already made
 """
 
 import argparse
+import collections
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -31,10 +35,12 @@ OUT = REPO / "_build"
 
 
 def fresh_run(clone):
-    """Run CI in a fresh clone of HEAD: (exit status, seconds)."""
+    """Run CI in a fresh clone of HEAD: (exit status, seconds, CPU seconds of
+    the processes it waited for)."""
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(OUT / "bench-ci.log", "w") as log:
         process = subprocess.run(
             ["bash", ".ci/run"],
@@ -44,7 +50,10 @@ def fresh_run(clone):
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-    return process.returncode, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = sum(getattr(after, f) - getattr(before, f) for f in ("ru_utime", "ru_stime"))
+    return process.returncode, seconds, cpu
 
 
 def tables(clone, top):
@@ -59,9 +68,13 @@ def tables(clone, top):
         reverse=True,
     )
     pages = bench_build.example_times(clone)
+    modules = collections.Counter()
+    for seconds, test, _phase in steps:
+        modules[test.split("::")[0]] += seconds
     return {
         "tests": len(durations),
         "test_seconds": round(sum(s for s, _, _ in steps), 1),
+        "modules": {m: round(s, 1) for m, s in modules.most_common()},
         "slowest": [
             {"test": test, "phase": phase, "seconds": seconds}
             for seconds, test, phase in steps[:top]
@@ -77,6 +90,8 @@ def markdown(results):
         f"| `{row['test']}` | {row['phase']} | {row['seconds']:.0f} |"
         for row in results["slowest"]
     ]
+    lines += ["", "| test module | seconds, all its tests |", "| --- | ---: |"]
+    lines += [f"| `{name}` | {sec:.0f} |" for name, sec in results["modules"].items()]
     lines += ["", "| page | run time in the build (s) |", "| --- | ---: |"]
     lines += [
         f"| `{name}` | {seconds:.1f} |" for name, seconds in results["pages"].items()
@@ -100,9 +115,18 @@ def main():
     if clone is None:
         folder = Path(tempfile.mkdtemp(prefix="bench-ci-"))
         clone = folder / "clone"
-        status, seconds = fresh_run(clone)
-        results = {"exit_status": status, "ci_seconds": round(seconds)}
-        print(f"bash .ci/run: exit {status} in {seconds / 60:.1f} min")
+        status, seconds, cpu = fresh_run(clone)
+        busy = cpu / (seconds * (os.cpu_count() or 1))
+        results = {
+            "exit_status": status,
+            "ci_seconds": round(seconds),
+            "cpu_seconds": round(cpu),
+            "cpu_busy": round(busy, 3),
+        }
+        print(
+            f"bash .ci/run: exit {status} in {seconds / 60:.1f} min, "
+            f"{cpu / 60:.1f} min of CPU ({busy:.0%} of {os.cpu_count()} cores)"
+        )
     results.update(tables(clone, args.top))
     (OUT / "bench-ci.json").write_text(json.dumps(results, indent=1) + "\n")
     (OUT / "bench-ci.md").write_text(markdown(results))
