@@ -89,6 +89,7 @@ class Worker:
         self.folder = tempfile.mkdtemp(prefix="operator-checker-")
         self.log = Path(self.folder) / "child.log"
         self.specs = 0
+        self.said_before = 0  # the log's size when the current spec was sent
         with open(self.log, "wb") as log_file:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "operator_checker.isolation"],
@@ -164,10 +165,7 @@ def run_jobs(jobs, timeout=300.0, echo=None, keep=None):
     the next call with the same key; None ends it."""
     global _warm
     results = [None] * len(jobs)
-    state = [
-        {"rows": [], "keys": set(), "seconds": {}, "variants": 0, "crashes": 0}
-        for _ in jobs
-    ]
+    state = [{"rows": [], "seconds": {}, "variants": 0, "crashes": 0} for _ in jobs]
     current = 0
     worker = None
     try:
