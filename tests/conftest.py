@@ -252,16 +252,25 @@ def executed_notebooks(site, tmp_path_factory):
 
 # -- Where the time goes -------------------------------------------------------
 
-# Every test's setup, call and teardown seconds, written by the run's main
-# process (the xdist controller gets every worker's reports) when the session
-# ends: `make bench-ci` (tools/bench_ci.py) reads it from a fresh clone's run.
+# Every test's setup, call and teardown seconds, when it started and stopped
+# and in which worker, written by the run's main process (the xdist controller
+# gets every worker's reports) when the session ends: `make bench-ci`
+# (tools/bench_ci.py) reads it from a fresh clone's run.
 DURATIONS = REPO / "_build" / "test-durations.json"
 
 
 def pytest_runtest_logreport(report):
     durations = _durations()
-    if durations is not None:
-        durations.setdefault(report.nodeid, {})[report.when] = round(report.duration, 2)
+    if durations is None:
+        return
+    test = durations.setdefault(report.nodeid, {})
+    test[report.when] = round(report.duration, 2)
+    # When it ran and in which worker, for the timeline of `make bench-ci`.
+    if report.when == "setup":
+        test["start"] = round(report.start, 2)
+        node = getattr(report, "node", None)  # the xdist worker that ran it
+        test["worker"] = node.gateway.id if node is not None else "main"
+    test["stop"] = round(report.stop, 2)
 
 
 def pytest_sessionfinish(session):

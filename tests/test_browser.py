@@ -224,27 +224,42 @@ def audit_accessibility(page):
 WATCH_AFTER_LOAD_MS = 60_000
 
 
-def visit(context, base, page_path, width_name, mode, shots):
-    """Load one page in a fresh tab and collect what the tests need."""
-    result = Visit()
-    page = context.new_page()
-    page.on(
-        "console",
-        lambda msg: (
-            result.console_errors.append(f"console: {msg.text}")
-            if msg.type == "error"
-            else None
-        ),
-    )
-    page.on("pageerror", lambda exc: result.console_errors.append(f"error: {exc}"))
-    page.on("request", lambda request: result.requests.append(request.url))
-    page.on(
-        "requestfailed",
-        lambda request: result.console_errors.append(
-            f"request failed: {request.url} ({request.failure})"
-        ),
-    )
-    page.clock.install()
+class Tab:
+    """One tab, reused for every visit in its context. A fresh tab per visit
+    starts a renderer process each time, which cost the survey more than half
+    of its CPU; the context, made fresh for each view, is what keeps visits
+    apart (no stored theme choice, no cache from another view). The tab's
+    listeners write into the visit under way."""
+
+    def __init__(self, context):
+        self.result = Visit()
+        self.page = page = context.new_page()
+        page.on(
+            "console",
+            lambda msg: (
+                self.result.console_errors.append(f"console: {msg.text}")
+                if msg.type == "error"
+                else None
+            ),
+        )
+        page.on(
+            "pageerror", lambda exc: self.result.console_errors.append(f"error: {exc}")
+        )
+        page.on("request", lambda request: self.result.requests.append(request.url))
+        page.on(
+            "requestfailed",
+            lambda request: self.result.console_errors.append(
+                f"request failed: {request.url} ({request.failure})"
+            ),
+        )
+        # Playwright's clock stays installed across the tab's navigations.
+        page.clock.install()
+
+
+def visit(tab, base, page_path, width_name, mode, shots):
+    """Load one page in ``tab`` and collect what the tests need."""
+    result = tab.result = Visit()
+    page = tab.page
     page.goto(base + page_path, wait_until="load")
     page.clock.run_for(WATCH_AFTER_LOAD_MS)
     page.wait_for_load_state("networkidle")
@@ -271,9 +286,11 @@ def visit(context, base, page_path, width_name, mode, shots):
         shot = shots / f"{width_name}-{mode}" / f"{name}.jpg"
         shot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shot), full_page=True, type="jpeg", quality=80)
-    # Anything the page still does before it closes is seen too.
+    # Anything the page still does before it is left is seen too, and so is
+    # what it does as it unloads: the tab leaves it for an empty page while
+    # this visit still listens.
     page.clock.run_for(WATCH_AFTER_LOAD_MS)
-    page.close()
+    page.goto("about:blank")
     return result
 
 
@@ -308,11 +325,12 @@ def survey_share(executable, base, pages, screenshots, all_requests):
             # every page would fetch every asset again.) Other hosts are
             # unknown to the browser (CHROMIUM_ARGS), so nothing leaves.
             context.on("request", lambda request: all_requests.append(request.url))
+            tab = Tab(context)
             for page_path, planned in pages.items():
                 if (width_name, mode) not in planned:
                     continue
                 visits[page_path, width_name, mode] = visit(
-                    context, base, page_path, width_name, mode, screenshots
+                    tab, base, page_path, width_name, mode, screenshots
                 )
             context.close()
         chromium.close()

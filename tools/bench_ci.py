@@ -5,9 +5,10 @@ temporary folder and runs ``bash .ci/run`` there, as CI does (``CI=true``),
 its output in ``_build/bench-ci.log``. The suite writes each test's setup,
 call and teardown seconds (``tests/conftest.py``: ``_build/test-durations.json``
 in the clone), and its build each page's run time (Sphinx-Gallery's
-``tutorials/*.cost.json``). This prints the run's wall and CPU time (the
-CPU time over the cores: how busy the machine was), the slowest steps, each
-test module's total and every page's run time, and writes them to
+``tutorials/*.cost.json``). This prints the run's wall time and the
+machine's CPU time over its cores (how busy it was, and minute by minute), the
+slowest steps, each test module's total, every page's run time and each
+worker's timeline of test modules, and writes them to
 ``_build/bench-ci.json`` and, as the Markdown tables the README shows,
 ``_build/bench-ci.md``.
 
@@ -19,7 +20,6 @@ import argparse
 import collections
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -34,15 +34,30 @@ import bench_build  # noqa: E402
 OUT = REPO / "_build"
 
 
+PHASES = ("setup", "call", "teardown")
+# How often the machine's busy share is sampled during the run.
+SAMPLE_SECONDS = 60
+
+
+def busy_seconds():
+    """CPU seconds the whole machine has spent busy since it booted (all
+    cores, from /proc/stat): on a quiet machine, the run's own, browsers and
+    kernels included, which ``getrusage`` misses when nobody waits for them."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split()[1:9]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def fresh_run(clone):
-    """Run CI in a fresh clone of HEAD: (exit status, seconds, CPU seconds of
-    the processes it waited for)."""
+    """Run CI in a fresh clone of HEAD: (exit status, seconds, busy CPU
+    seconds of the machine, the machine's busy share in each minute)."""
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    cores = os.cpu_count() or 1
     start = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = busy_seconds()
     with open(OUT / "bench-ci.log", "w") as log:
-        process = subprocess.run(
+        process = subprocess.Popen(
             ["bash", ".ci/run"],
             cwd=clone,
             env={**env, "CI": "true"},
@@ -50,10 +65,17 @@ def fresh_run(clone):
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+        minutes, last = [], before
+        while True:
+            try:
+                process.wait(SAMPLE_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                now = busy_seconds()
+                minutes.append(round((now - last) / (SAMPLE_SECONDS * cores), 2))
+                last = now
     seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = sum(getattr(after, f) - getattr(before, f) for f in ("ru_utime", "ru_stime"))
-    return process.returncode, seconds, cpu
+    return process.returncode, seconds, busy_seconds() - before, minutes
 
 
 def tables(clone, top):
@@ -64,6 +86,7 @@ def tables(clone, top):
             (seconds, test, phase)
             for test, phases in durations.items()
             for phase, seconds in phases.items()
+            if phase in PHASES
         ),
         reverse=True,
     )
@@ -81,7 +104,39 @@ def tables(clone, top):
         ],
         "pages": dict(sorted(pages.items(), key=lambda item: -item[1])),
         "pages_seconds": round(sum(pages.values()), 1),
+        "timeline": timeline(durations),
     }
+
+
+def timeline(durations):
+    """Each worker's test modules in the order it started them: from when to
+    when (minutes since the first test started), one row per stretch of a
+    module that no other module of that worker interrupted."""
+    timed = sorted(
+        (phases["start"], phases["stop"], phases.get("worker", "main"), test)
+        for test, phases in durations.items()
+        if "start" in phases and "stop" in phases
+    )
+    if not timed:
+        return []
+    first = timed[0][0]
+    rows = []
+    last_of = {}  # worker -> its current row
+    for start, stop, worker, test in timed:
+        module = test.split("::")[0]
+        row = last_of.get(worker)
+        if row is not None and row["module"] == module:
+            row["to"] = max(row["to"], stop - first)
+            row["tests"] += 1
+            continue
+        row = {"worker": worker, "module": module, "from": start - first}
+        row |= {"to": stop - first, "tests": 1}
+        rows.append(row)
+        last_of[worker] = row
+    return [
+        {**row, "from": round(row["from"] / 60, 1), "to": round(row["to"] / 60, 1)}
+        for row in sorted(rows, key=lambda r: (r["worker"], r["from"]))
+    ]
 
 
 def markdown(results):
@@ -99,6 +154,18 @@ def markdown(results):
     lines.append(
         f"| all {len(results['pages'])} pages | {results['pages_seconds']:.0f} |"
     )
+    if results.get("timeline"):
+        lines += ["", "| worker | test module | tests | from (min) | to (min) |"]
+        lines.append("| --- | --- | ---: | ---: | ---: |")
+        lines += [
+            f"| {r['worker']} | `{r['module']}` | {r['tests']} | {r['from']:.1f} "
+            f"| {r['to']:.1f} |"
+            for r in results["timeline"]
+            if r["to"] - r["from"] >= 0.1
+        ]
+    if results.get("busy_by_minute"):
+        shares = " ".join(f"{share:.0%}" for share in results["busy_by_minute"])
+        lines += ["", f"The cores' busy share, minute by minute: {shares}"]
     return "\n".join(lines) + "\n"
 
 
@@ -115,13 +182,14 @@ def main():
     if clone is None:
         folder = Path(tempfile.mkdtemp(prefix="bench-ci-"))
         clone = folder / "clone"
-        status, seconds, cpu = fresh_run(clone)
+        status, seconds, cpu, minutes = fresh_run(clone)
         busy = cpu / (seconds * (os.cpu_count() or 1))
         results = {
             "exit_status": status,
             "ci_seconds": round(seconds),
             "cpu_seconds": round(cpu),
             "cpu_busy": round(busy, 3),
+            "busy_by_minute": minutes,
         }
         print(
             f"bash .ci/run: exit {status} in {seconds / 60:.1f} min, "
