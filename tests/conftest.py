@@ -10,6 +10,7 @@ import concurrent.futures
 import json
 import os
 import re
+import resource
 from pathlib import Path
 
 import envs
@@ -252,11 +253,40 @@ def executed_notebooks(site, tmp_path_factory):
 
 # -- Where the time goes -------------------------------------------------------
 
-# Every test's setup, call and teardown seconds, when it started and stopped
-# and in which worker, written by the run's main process (the xdist controller
-# gets every worker's reports) when the session ends: `make bench-ci`
-# (tools/bench_ci.py) reads it from a fresh clone's run.
+# Every test's setup, call and teardown seconds, its CPU seconds, when it
+# started and stopped and in which worker, written by the run's main process
+# (the xdist controller gets every worker's reports) when the session ends:
+# `make bench-ci` (tools/bench_ci.py) reads it from a fresh clone's run.
 DURATIONS = REPO / "_build" / "test-durations.json"
+
+
+def cpu_seconds():
+    """CPU seconds of this process and of every process it has waited for."""
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in map(
+            resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
+    )
+
+
+_CPU_AT_START = {}
+
+
+def pytest_runtest_logstart(nodeid):
+    _CPU_AT_START[nodeid] = cpu_seconds()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The teardown's report carries the CPU seconds of the whole test (its
+    process's and those of the processes it waited for: a background run it
+    started is counted in the test that reaps it)."""
+    report = yield
+    if call.when == "teardown" and item.nodeid in _CPU_AT_START:
+        spent = cpu_seconds() - _CPU_AT_START.pop(item.nodeid)
+        report.user_properties.append(("cpu", round(spent, 2)))
+    return report
 
 
 def pytest_runtest_logreport(report):
@@ -265,6 +295,9 @@ def pytest_runtest_logreport(report):
         return
     test = durations.setdefault(report.nodeid, {})
     test[report.when] = round(report.duration, 2)
+    cpu = dict(report.user_properties).get("cpu")
+    if cpu is not None:
+        test["cpu"] = cpu
     # When it ran and in which worker, for the timeline of `make bench-ci`.
     if report.when == "setup":
         test["start"] = round(report.start, 2)

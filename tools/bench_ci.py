@@ -94,10 +94,14 @@ def tables(clone, top):
     modules = collections.Counter()
     for seconds, test, _phase in steps:
         modules[test.split("::")[0]] += seconds
+    cpu = collections.Counter()
+    for test, phases in durations.items():
+        cpu[test.split("::")[0]] += phases.get("cpu", 0)
     return {
         "tests": len(durations),
         "test_seconds": round(sum(s for s, _, _ in steps), 1),
         "modules": {m: round(s, 1) for m, s in modules.most_common()},
+        "modules_cpu": {m: round(cpu[m], 1) for m in modules},
         "slowest": [
             {"test": test, "phase": phase, "seconds": seconds}
             for seconds, test, phase in steps[:top]
@@ -145,8 +149,15 @@ def markdown(results):
         f"| `{row['test']}` | {row['phase']} | {row['seconds']:.0f} |"
         for row in results["slowest"]
     ]
-    lines += ["", "| test module | seconds, all its tests |", "| --- | ---: |"]
-    lines += [f"| `{name}` | {sec:.0f} |" for name, sec in results["modules"].items()]
+    cpu = results.get("modules_cpu", {})
+    lines += ["", "| test module | seconds, all its tests | CPU seconds |"]
+    lines += ["| --- | ---: | ---: |"]
+    lines += [
+        f"| `{name}` | {sec:.0f} | {cpu[name]:.0f} |"
+        if name in cpu
+        else f"| `{name}` | {sec:.0f} | |"
+        for name, sec in results["modules"].items()
+    ]
     lines += ["", "| page | run time in the build (s) |", "| --- | ---: |"]
     lines += [
         f"| `{name}` | {seconds:.1f} |" for name, seconds in results["pages"].items()
