@@ -81,9 +81,10 @@ def constraints(tmp_path_factory):
 
 
 def install(uv, python, specs, constraints):
-    # With bytecode, as tools/envs.py makes every environment: each page run
-    # here starts several interpreters that import torch.
-    command = [str(uv), "pip", "install", "--quiet", "--compile-bytecode"]
+    # Without compiling every package's bytecode, as a reader's install does
+    # (uv's default): the page's first interpreter writes the bytecode of what
+    # it imports (run_page lets it), and the page's later ones read it.
+    command = [str(uv), "pip", "install", "--quiet"]
     command += ["--python", str(python)]
     process = run(command + ["-c", str(constraints), *specs], timeout=900)
     assert process.returncode == 0, process.stderr[-3000:]
@@ -106,6 +107,9 @@ def activated(venv):
 def run_page(venv, page, folder):
     folder.mkdir(parents=True)
     env = {**activated(venv), "TORCH_EXTENSIONS_DIR": str(folder / "extensions")}
+    # Bytecode is written as on a reader's machine, even where this run's
+    # environment says not to (PYTHONDONTWRITEBYTECODE, as in many containers).
+    env["PYTHONDONTWRITEBYTECODE"] = ""
     script = REPO / "advanced" / f"{page}.py"
     return run([str(venv / "bin" / "python"), str(script)], cwd=folder, env=env)
 
