@@ -133,8 +133,13 @@ def timeline(durations):
             row["to"] = max(row["to"], stop - first)
             row["tests"] += 1
             continue
-        row = {"worker": worker, "module": module, "from": start - first}
-        row |= {"to": stop - first, "tests": 1}
+        row = {
+            "worker": worker,
+            "module": module,
+            "tests": 1,
+            "from": start - first,
+            "to": stop - first,
+        }
         rows.append(row)
         last_of[worker] = row
     return [
@@ -149,13 +154,11 @@ def markdown(results):
         f"| `{row['test']}` | {row['phase']} | {row['seconds']:.0f} |"
         for row in results["slowest"]
     ]
-    cpu = results.get("modules_cpu", {})
+    cpu = results["modules_cpu"]
     lines += ["", "| test module | seconds, all its tests | CPU seconds |"]
     lines += ["| --- | ---: | ---: |"]
     lines += [
         f"| `{name}` | {sec:.0f} | {cpu[name]:.0f} |"
-        if name in cpu
-        else f"| `{name}` | {sec:.0f} | |"
         for name, sec in results["modules"].items()
     ]
     lines += ["", "| page | run time in the build (s) |", "| --- | ---: |"]
@@ -165,7 +168,7 @@ def markdown(results):
     lines.append(
         f"| all {len(results['pages'])} pages | {results['pages_seconds']:.0f} |"
     )
-    if results.get("timeline"):
+    if results["timeline"]:
         lines += ["", "| worker | test module | tests | from (min) | to (min) |"]
         lines.append("| --- | --- | ---: | ---: | ---: |")
         lines += [
