@@ -71,22 +71,26 @@ def pytest_configure(config):
 # Session fixtures that take minutes to make. `make test` runs the suite in
 # pytest-xdist workers, one per core (``--dist loadgroup``); every test that
 # needs one of these is sent to the same worker, so each is made once per run
-# (``claim_once_per_run`` fails a second).
+# (``claim_once_per_run`` fails a second). A module whose module-scoped
+# fixture is costly marks its tests with a group of their own
+# (``pytest.mark.xdist_group``): a module's fixture is made once per worker
+# that runs any of its tests.
 SHARED_FIXTURES = ("site", "outcomes")
 
 
 def xdist_group(item):
-    """The group a test is marked with, or the shared fixture it needs."""
-    marker = item.get_closest_marker("xdist_group")
-    if marker:
-        return marker.args[0]
+    """The shared fixture a test needs, or else the group it is marked with
+    (a marked module's test that needs the site goes where the site is)."""
     needed = [name for name in SHARED_FIXTURES if name in item.fixturenames]
     if len(needed) > 1:
         raise pytest.UsageError(
             f"{item.nodeid} needs {needed}: a test may need one of "
             f"{SHARED_FIXTURES}, or each would be made in two workers"
         )
-    return needed[0] if needed else None
+    if needed:
+        return needed[0]
+    marker = item.get_closest_marker("xdist_group")
+    return marker.args[0] if marker else None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -52,11 +52,24 @@ def clean_environment():
 
 
 def run(cmd, *, cwd=REPO, timeout=1800, env=None):
-    """Run a command, returning the completed process with text output."""
+    """Run a command, returning the completed process with text output.
+
+    Its Pythons write bytecode, as on a reader's machine, even where this
+    run's environment says not to (``PYTHONDONTWRITEBYTECODE``, as in many
+    containers): the environments a test makes for itself are installed
+    without it, as a reader's are, and each of their processes would
+    otherwise compile what it imports again (torch alone: a second of CPU per
+    process, and the checker's field test starts dozens).
+    """
     return subprocess.run(
         cmd,
         cwd=cwd,
-        env={**clean_environment(), "MPLBACKEND": "Agg", **(env or {})},
+        env={
+            **clean_environment(),
+            "MPLBACKEND": "Agg",
+            "PYTHONDONTWRITEBYTECODE": "",
+            **(env or {}),
+        },
         capture_output=True,
         text=True,
         timeout=timeout,

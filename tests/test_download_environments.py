@@ -42,6 +42,9 @@ from packaging.version import Version
 from tests.helpers import REPO, WHEEL_PAGES, floor_release, run
 
 PAGES = WHEEL_PAGES
+# The module's environments are made once, by the one worker that runs all
+# of its tests.
+pytestmark = pytest.mark.xdist_group("download-environments")
 # Left out of the constraints: a plain venv keeps the setuptools and pip it
 # was made with unless the page's packages ask for newer ones.
 SEEDED = {"setuptools", "pip", "wheel"}
@@ -83,7 +86,7 @@ def constraints(tmp_path_factory):
 def install(uv, python, specs, constraints):
     # Without compiling every package's bytecode, as a reader's install does
     # (uv's default): the page's first interpreter writes the bytecode of what
-    # it imports (run_page lets it), and the page's later ones read it.
+    # it imports (helpers.run lets it), and the page's later ones read it.
     command = [str(uv), "pip", "install", "--quiet"]
     command += ["--python", str(python)]
     process = run(command + ["-c", str(constraints), *specs], timeout=900)
@@ -107,9 +110,6 @@ def activated(venv):
 def run_page(venv, page, folder):
     folder.mkdir(parents=True)
     env = {**activated(venv), "TORCH_EXTENSIONS_DIR": str(folder / "extensions")}
-    # Bytecode is written as on a reader's machine, even where this run's
-    # environment says not to (PYTHONDONTWRITEBYTECODE, as in many containers).
-    env["PYTHONDONTWRITEBYTECODE"] = ""
     script = REPO / "advanced" / f"{page}.py"
     return run([str(venv / "bin" / "python"), str(script)], cwd=folder, env=env)
 

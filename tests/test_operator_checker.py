@@ -36,6 +36,10 @@ import pytest
 from pagelib import checker
 from tests.helpers import MATRIX, REPO, pinned_torch, release_python, run
 
+# One worker makes the field test's environment and runs the command on
+# torchvision once (about a minute of CPU); its tests all read that run.
+pytestmark = pytest.mark.xdist_group("checker-field-test")
+
 TORCHVISION = next(
     line.split("==")[1]
     for line in (REPO / "requirements.txt").read_text().splitlines()

@@ -1,0 +1,31 @@
+"""Which xdist worker group a slow test joins (tests/conftest.py): the shared
+fixture it needs, else the group its module marks."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from tests import conftest
+
+
+def item(fixtures, group=None):
+    marker = SimpleNamespace(args=(group,)) if group else None
+    return SimpleNamespace(
+        nodeid="tests/test_x.py::test_y",
+        fixturenames=fixtures,
+        get_closest_marker=lambda name: marker if name == "xdist_group" else None,
+    )
+
+
+def test_a_test_that_needs_the_site_goes_where_the_site_is_even_when_marked():
+    assert conftest.xdist_group(item(["site", "tmp_path"], "checker")) == "site"
+
+
+def test_a_marked_test_without_a_shared_fixture_keeps_its_module_s_group():
+    assert conftest.xdist_group(item(["field"], "checker")) == "checker"
+    assert conftest.xdist_group(item(["tmp_path"])) is None
+
+
+def test_a_test_that_needs_two_shared_fixtures_is_refused():
+    with pytest.raises(pytest.UsageError, match="needs"):
+        conftest.xdist_group(item(["site", "outcomes"]))
