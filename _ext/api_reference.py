@@ -90,11 +90,14 @@ def _entries(env, found):
     entry, the shortest (``torch.autograd.GradcheckError`` for
     ``torch.autograd.gradcheck.GradcheckError`` too). Resolving imports torch,
     so the answer is kept with the environment and reused while the names
-    found are the same: a no-op build imports nothing."""
+    found are the same: a no-op build imports nothing, and neither does one
+    whose pages name nothing of torch's (a second of CPU in each build of a
+    test's one-page copy)."""
     kept = getattr(env, "api_reference_resolved", None)
     if kept is not None and kept[0] == found:
         return kept[1], kept[2]
-    hooks.quietly_import_cpp_extension()
+    if any(name.split(".")[0] == "torch" for name in found):
+        hooks.quietly_import_cpp_extension()
     groups = {}
     for name in found:
         try:

@@ -34,3 +34,25 @@ def test_a_docstring_link_to_pytorchs_own_docs_keeps_its_text_unlinked():
 
 def test_pages_outside_the_api_reference_are_left_alone():
     assert "context_method_mixins" in links(rewritten("tutorials/python_custom_ops"))
+
+
+def resolved_with(monkeypatch, found):
+    """Whether resolving ``found`` imported cpp_extension, and the entries."""
+    imported = []
+    monkeypatch.setattr(
+        api_reference.hooks, "quietly_import_cpp_extension", lambda: imported.append(1)
+    )
+    used, _aliases = api_reference._entries(SimpleNamespace(), found)
+    return bool(imported), used
+
+
+def test_pages_that_name_nothing_of_torch_do_not_import_it(monkeypatch):
+    assert resolved_with(monkeypatch, {"json.dumps": ["tutorials/a"]}) == (
+        False,
+        {"json.dumps": ["tutorials/a"]},
+    )
+
+
+def test_a_torch_name_is_resolved_after_importing_cpp_extension_quietly(monkeypatch):
+    imported, used = resolved_with(monkeypatch, {"torch.library.opcheck": ["t/a"]})
+    assert imported and used == {"torch.library.opcheck": ["t/a"]}
