@@ -305,6 +305,10 @@ VIEWPORTS = {"desktop": DESKTOP, "phone": PHONE}
 # cores keep the cores busy. (One per core cost 14% less CPU alone, on 80
 # pages, but in the suite the survey took 17 minutes instead of 12.)
 SURVEY_BROWSERS = 2 * (os.cpu_count() or 1)
+# Starting a browser and its three contexts costs about 1.6 s of CPU: a small
+# site (a test's one-page copy, 24 views) gets one browser per this many
+# views, so that the start does not cost more than the visits.
+VIEWS_PER_BROWSER = 50
 
 
 def survey_share(executable, base, pages, screenshots, all_requests):
@@ -346,9 +350,10 @@ def survey(browser, site, served):
     screenshots = None if in_ci() else SCREENSHOTS
     all_requests = []
     plan = survey_plan.plan(pages, lambda page: (site.html / page).read_text())
+    visits_planned = sum(len(planned) for planned in plan.values())
+    browsers = min(SURVEY_BROWSERS, -(-visits_planned // VIEWS_PER_BROWSER))
     shares = [
-        {page: plan[page] for page in pages[i::SURVEY_BROWSERS]}
-        for i in range(SURVEY_BROWSERS)
+        {page: plan[page] for page in pages[i::browsers]} for i in range(browsers)
     ]
     with concurrent.futures.ThreadPoolExecutor(len(shares)) as pool:
         parts = pool.map(

@@ -8,10 +8,10 @@ import pytest
 from tests import conftest
 
 
-def item(fixtures, group=None):
+def item(fixtures, group=None, nodeid="tests/test_x.py::test_y"):
     marker = SimpleNamespace(args=(group,)) if group else None
     return SimpleNamespace(
-        nodeid="tests/test_x.py::test_y",
+        nodeid=nodeid,
         fixturenames=fixtures,
         get_closest_marker=lambda name: marker if name == "xdist_group" else None,
     )
@@ -29,3 +29,12 @@ def test_a_marked_test_without_a_shared_fixture_keeps_its_module_s_group():
 def test_a_test_that_needs_two_shared_fixtures_is_refused():
     with pytest.raises(pytest.UsageError, match="needs"):
         conftest.xdist_group(item(["site", "outcomes"]))
+
+
+def test_the_checker_package_s_hang_test_joins_the_field_test_s_group():
+    (nodeid,) = conftest.JOINED
+    assert conftest.xdist_group(item(["tmp_path"], nodeid=nodeid)) == (
+        "checker-field-test"
+    )
+    path, name = nodeid.split("::")
+    assert f"def {name}(" in (conftest.REPO / path).read_text()
