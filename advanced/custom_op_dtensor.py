@@ -92,6 +92,7 @@ import os
 import socket
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -172,10 +173,10 @@ print("both operators match PyTorch on the whole matrix; opcheck passed")
 # systems that offer ``fork``, which the cell checks): each is a copy of
 # this process, with the operators and rules registered so far. Each worker
 # joins a gloo group on ``127.0.0.1``, builds a mesh of the ranks, calls
-# ``experiment(mesh)`` and sends back what it returned; an exception in a
-# worker stops both and comes back here with the worker's traceback. The
-# helper is hidden on the web page; the downloaded script and notebook
-# contain it.
+# ``experiment(mesh)`` and sends back what it returned; an exception on a
+# rank stops both and comes back here as a ``RuntimeError`` that holds the
+# traceback of each rank that raised, the first to fail first. The helper is
+# hidden on the web page; the downloaded script and notebook contain it.
 
 # sphinx_gallery_start_ignore
 
@@ -194,15 +195,22 @@ def worker(rank, experiment, port, folder, mesh_shape):
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     torch.set_num_threads(1)  # the ranks share the CPU
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=math.prod(mesh_shape),
-        timeout=datetime.timedelta(seconds=60),
-    )
-    mesh = init_device_mesh("cpu", mesh_shape)
-    torch.save(experiment(mesh), f"{folder}/rank{rank}.pt")
+    try:
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=math.prod(mesh_shape),
+            timeout=datetime.timedelta(seconds=60),
+        )
+        result = experiment(init_device_mesh("cpu", mesh_shape))
+    except BaseException:
+        # Stamped and written before this rank exits, so before its peers
+        # lose the connection to it and fail in turn.
+        report = f"{time.monotonic_ns()} {rank}\n{traceback.format_exc()}"
+        Path(folder, f"rank{rank}.err").write_text(report)
+        raise
+    torch.save(result, f"{folder}/rank{rank}.pt")
     # No destroy_process_group(): the worker process ends here, and its exit
     # closes the group's connections.
 
@@ -227,6 +235,17 @@ def run_on_ranks(experiment, mesh_shape=(2,), deadline_s=120):
             while not workers.join(timeout=1):
                 if time.monotonic() - started > deadline_s:
                     raise TimeoutError(f"workers still running after {deadline_s} s")
+        except torch.multiprocessing.ProcessRaisedException:
+            # join() reports whichever failed rank it saw first, which may be
+            # a rank whose peer had left; report each rank's own error, in
+            # the order they failed.
+            failed = []
+            for file in Path(folder).glob("rank*.err"):
+                header, _, text = file.read_text().partition("\n")
+                stamp, rank = map(int, header.split())
+                failed.append((stamp, rank, text))
+            reports = [f"rank {r} raised:\n{text}" for _, r, text in sorted(failed)]
+            raise RuntimeError("\n".join(reports)) from None
         finally:
             for process in workers.processes:
                 if process.is_alive():
@@ -245,8 +264,10 @@ def fails_on_rank_1(mesh):
 
 try:
     run_on_ranks(fails_on_rank_1)
-except torch.multiprocessing.ProcessRaisedException as error:
-    assert "Traceback" in str(error) and "rank 1 gives up" in str(error)
+except RuntimeError as error:
+    first_line = str(error).partition("\n")[0]
+    assert first_line == "rank 1 raised:", error
+    assert "ValueError: rank 1 gives up" in str(error), error
 else:
     raise AssertionError("expected the failing experiment to raise")
 assert not multiprocessing.active_children()

@@ -18,6 +18,7 @@ import pytest
 from _pytest.nodeid import NodeId
 
 from tests.helpers import (
+    CHECKER_FIELD_TEST,
     EXAMPLES,
     GALLERY_DIR,
     NARROWING_VARIABLES,
@@ -83,7 +84,7 @@ SHARED_FIXTURES = ("site", "outcomes")
 # the tests of no group and an idle core is the run's time.
 JOINED = {
     "operator_checker/tests/test_isolation.py::"
-    "test_the_command_survives_a_crash_and_a_hang": "checker-field-test",
+    "test_the_command_survives_a_crash_and_a_hang": CHECKER_FIELD_TEST,
 }
 
 

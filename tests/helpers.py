@@ -33,6 +33,9 @@ NARROWING_VARIABLES = ("GALLERY_PATTERN", "PYTEST_ADDOPTS", "PYTEST_ARGS")
 # A page's build output: Sphinx-Gallery renders advanced/<name>.py as
 # tutorials/<name>.html.
 GALLERY_DIR = "tutorials"
+# The xdist group of the checker's field test (tests/test_operator_checker.py),
+# which tests/conftest.py also gives to the checker package's hang test.
+CHECKER_FIELD_TEST = "checker-field-test"
 MATRIX = tomllib.loads((REPO / "versions" / "matrix.toml").read_text())
 RELEASES = [release["torch"] for release in MATRIX["releases"]]
 

@@ -34,11 +34,18 @@ import envs
 import pytest
 
 from pagelib import checker
-from tests.helpers import MATRIX, REPO, pinned_torch, release_python, run
+from tests.helpers import (
+    CHECKER_FIELD_TEST,
+    MATRIX,
+    REPO,
+    pinned_torch,
+    release_python,
+    run,
+)
 
 # One worker makes the field test's environment and runs the command on
 # torchvision once (about a minute of CPU); its tests all read that run.
-pytestmark = pytest.mark.xdist_group("checker-field-test")
+pytestmark = pytest.mark.xdist_group(CHECKER_FIELD_TEST)
 
 TORCHVISION = next(
     line.split("==")[1]

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests import conftest
+from tests import conftest, test_operator_checker
 
 
 def item(fixtures, group=None, nodeid="tests/test_x.py::test_y"):
@@ -33,8 +33,7 @@ def test_a_test_that_needs_two_shared_fixtures_is_refused():
 
 def test_the_checker_package_s_hang_test_joins_the_field_test_s_group():
     (nodeid,) = conftest.JOINED
-    assert conftest.xdist_group(item(["tmp_path"], nodeid=nodeid)) == (
-        "checker-field-test"
-    )
+    field_test = test_operator_checker.pytestmark.args[0]
+    assert conftest.xdist_group(item(["tmp_path"], nodeid=nodeid)) == field_test
     path, name = nodeid.split("::")
     assert f"def {name}(" in (conftest.REPO / path).read_text()
