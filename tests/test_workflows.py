@@ -17,10 +17,17 @@ stand-in). These tests rehearse:
   device"), and the merge keeps the committed CPU passes and lists the
   disagreements; without a toolkit the shard runs nothing and fails;
   without GPU_RUNNER the plan stops in one line;
-* the site's workflow on a push to main (tests, a no-plot build of both
-  editions with the Pages address, the deployment), on a pull request and on
+* the site's workflow on a push to main with the repository variable COLAB
+  set (tests, a no-plot build of both editions with the Pages address, the
+  deployment, and the *notebooks* job: it downloads the built notebooks and
+  runs its push step for real, with one change: it pushes to a local bare
+  repository instead of GitHub, whose branch ``notebooks`` every "Open in
+  Colab" link of both editions is checked against), on a pull request and on
   a dispatch from another branch, on a runner with a second disk and on one
-  without;
+  without. One push rehearsal serves both: without COLAB the workflow differs
+  only in skipping the notebooks job and leaving the links out, which
+  ``test_without_colab_the_notebooks_job_is_skipped`` and the site's own
+  build (no repository address, no link) check;
 
 and check, without running anything, each job's permissions against what its
 actions need, and the disk each job's environments take (``du`` of the
@@ -309,24 +316,50 @@ def test_the_gpu_lane_without_a_runner_stops_at_the_plan(rehearsal):
 # -- The site ------------------------------------------------------------------------
 
 
+PUSH_STEP = "Push them to the branch notebooks"
+COLAB = re.compile(
+    r'class="colab-link[^"]*" href="https://colab\.research\.google\.com/github/'
+    r'octo-org/custom-ops/blob/notebooks/([^"]+)"'
+)
+
+
+def push_script():
+    for step in workflows()[SITE_YML]["jobs"]["notebooks"]["steps"]:
+        if step.get("name") == PUSH_STEP:
+            return step["run"].strip()
+    raise AssertionError(f"site.yml has no step {PUSH_STEP!r}")
+
+
 @pytest.fixture(scope="module")
-def push_run(rehearsal):
+def notebooks_remote(rehearsal):
+    """The bare repository the notebooks job pushes to, in GitHub's place."""
+    remote = rehearsal.scratch / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    return remote
+
+
+@pytest.fixture(scope="module")
+def push_run(rehearsal, notebooks_remote):
+    original = push_script()
+    stand_in = original.replace('"$REMOTE"', str(notebooks_remote))
+    assert stand_in != original, "the push step no longer pushes to $REMOTE"
     return rehearsal.run(
         SITE_YML,
         "push",
+        variables={"COLAB": "true"},
         job_env={
             "test": {"ROOMY_DISKS": str(rehearsal.scratch / "mnt")},
             # A build that runs no page (plot_gallery=0) and tolerates the
             # warnings of pages without their outputs.
             "build": {**CACHES, "SPHINXOPTS": "-q -D plot_gallery=0"},
         },
-        replace={"Run the test suite": SUITE},
+        replace={"Run the test suite": SUITE, PUSH_STEP: (original, stand_in)},
     )
 
 
 def test_a_push_to_main_is_tested_built_and_deployed(push_run):
     assert not failed_steps(push_run), failed_steps(push_run)
-    for job in ("test", "build", "deploy"):
+    for job in ("test", "build", "deploy", "notebooks"):
         assert push_run.results(job) == "success", job
     test = push_run.job("test")
     assert test.step("Run the test suite").outcome == "success"
@@ -443,6 +476,36 @@ def test_each_edition_names_its_own_pages_at_the_pages_address(push_run):
     assert all(link.startswith(site + "tutorials/") for link in english), english
     assert all(link.startswith(site + "zh_CN/tutorials/") for link in chinese), chinese
     assert [link.replace("zh_CN/", "") for link in chinese] == english
+
+
+def test_every_colab_link_names_a_notebook_the_workflow_publishes(
+    push_run, notebooks_remote
+):
+    published = set(
+        subprocess.run(
+            ["git", "ls-tree", "-r", "--name-only", "notebooks"],
+            cwd=notebooks_remote,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+    )
+    html = push_run.job("build").workspace / "_build" / "html"
+    tutorials = sorted((html / "tutorials").glob("*.html"))
+    pages = [p for p in tutorials if p.stem not in ("index", "sg_execution_times")]
+    assert pages
+    for page in pages:
+        for edition, folder in [("", "tutorials"), ("zh_CN/", "tutorials_zh_CN")]:
+            built = html / edition / "tutorials" / page.name
+            links = COLAB.findall(built.read_text())
+            assert links == [f"{folder}/{page.stem}.ipynb"], (built, links)
+            assert links[0] in published, (links[0], sorted(published)[:5])
+
+
+def test_without_colab_the_notebooks_job_is_skipped():
+    notebooks = workflows()[SITE_YML]["jobs"]["notebooks"]
+    assert notebooks["if"] == "vars.COLAB == 'true'"
+    assert notebooks["permissions"] == {"contents": "write"}
 
 
 # -- Permissions --------------------------------------------------------------------
