@@ -17,6 +17,14 @@ planned:
   it is in its edition's dark sample or its docstring block differs from
   its English twin's (the docstrings are English in both editions, so the
   twins' blocks are normally the same bytes).
+
+axe-core's audit runs in every desktop view, but its ``color-contrast`` rule,
+most of the audit's cost (a tutorial's highlighted code is thousands of text
+nodes), runs in each desktop view on a sample of each edition's pages that
+together hold every element shape its pages planned for that view hold: the
+same reasoning as the dark sample, for light mode as well and for every kind
+of page. The survey's own contrast check (every distinct look of text on
+every desktop view) still reads every page.
 """
 
 import re
@@ -107,3 +115,19 @@ def plan(pages, read):
         )
         views[page] = [FIRST] + [DARK] * (page in dark) + [PHONE] * phone
     return views
+
+
+def colour_sample(views, read):
+    """The visits ({(page, view)}) in which axe's ``color-contrast`` rule runs,
+    for ``views`` as ``plan`` gives them: in each desktop view, a covering
+    sample of each edition's pages planned for it."""
+    page_shapes = {page: shapes(read(page)) for page in views}
+    sample = set()
+    for view in (FIRST, DARK):
+        by_edition = {}
+        for page, planned in views.items():
+            if view in planned:
+                by_edition.setdefault(edition_of(page), {})[page] = page_shapes[page]
+        for edition_shapes in by_edition.values():
+            sample.update((page, view) for page in covering_sample(edition_shapes))
+    return sample

@@ -166,7 +166,7 @@ class Visit:
     links: dict = field(default_factory=dict)
     overflow: dict = field(default_factory=dict)
     contrast: dict = field(default_factory=dict)
-    accessibility: list = field(default_factory=list)
+    accessibility: dict = field(default_factory=dict)
     stamp: dict | None = None
     prose: dict = field(default_factory=dict)  # Chinese pages only
 
@@ -178,6 +178,7 @@ class Survey:
     visits: dict  # (page, "desktop"/"phone", "light"/"dark") -> Visit
     html: Path
     requests: list  # every URL the browser asked for during the survey
+    colour: set  # the visits whose axe audit ran the colour-contrast rule
 
 
 def site_pages(html_dir):
@@ -189,7 +190,8 @@ def site_pages(html_dir):
 
 
 # axe-core (installed by `make test`), the WCAG 2.1 A and AA rules, and the
-# rule that the theme's search button broke (experimental in axe, so named).
+# rule that the theme's search button broke (experimental in axe, so named);
+# its colour-contrast rule only where survey_plan.colour_sample says.
 AXE_CORE = os.environ.get("AXE_CORE", "")
 AXE_JS = browser_script("axe")
 
@@ -213,9 +215,10 @@ def english_prose(prose):
     return found
 
 
-def audit_accessibility(page):
+def audit_accessibility(page, colour):
+    """{"rules": the ids of the rules that ran, "violations": [...]}."""
     page.add_script_tag(path=AXE_CORE)
-    return page.evaluate(AXE_JS)
+    return page.evaluate(AXE_JS, colour)
 
 
 # How long each page is watched after it loaded. Its timers are fast-forwarded
@@ -256,8 +259,9 @@ class Tab:
         page.clock.install()
 
 
-def visit(tab, base, page_path, width_name, mode, shots):
-    """Load one page in ``tab`` and collect what the tests need."""
+def visit(tab, base, page_path, width_name, mode, shots, colour):
+    """Load one page in ``tab`` and collect what the tests need; ``colour``:
+    whether axe's colour-contrast rule runs too (desktop views only)."""
     result = tab.result = Visit()
     page = tab.page
     page.goto(base + page_path, wait_until="load")
@@ -280,7 +284,7 @@ def visit(tab, base, page_path, width_name, mode, shots):
         result.overflow = page.evaluate(OVERFLOW_JS)
     if width_name == "desktop":
         result.contrast = page.evaluate(CONTRAST_JS)
-        result.accessibility = audit_accessibility(page)
+        result.accessibility = audit_accessibility(page, colour)
     if shots is not None and (mode == "light" or width_name == "desktop"):
         name = page_path.removesuffix(".html").replace("/", "--")
         shot = shots / f"{width_name}-{mode}" / f"{name}.jpg"
@@ -311,9 +315,9 @@ SURVEY_BROWSERS = 2 * (os.cpu_count() or 1)
 VIEWS_PER_BROWSER = 50
 
 
-def survey_share(executable, base, pages, screenshots, all_requests):
+def survey_share(executable, base, pages, colour, screenshots, all_requests):
     """Visit ``pages`` ({page: its planned views}) with a browser of this
-    thread's own."""
+    thread's own; ``colour``: the visits whose audit has the colour rule."""
     from playwright.sync_api import sync_playwright
 
     visits = {}
@@ -335,7 +339,13 @@ def survey_share(executable, base, pages, screenshots, all_requests):
                 if (width_name, mode) not in planned:
                     continue
                 visits[page_path, width_name, mode] = visit(
-                    tab, base, page_path, width_name, mode, screenshots
+                    tab,
+                    base,
+                    page_path,
+                    width_name,
+                    mode,
+                    screenshots,
+                    (page_path, (width_name, mode)) in colour,
                 )
             context.close()
         chromium.close()
@@ -349,7 +359,9 @@ def survey(browser, site, served):
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     screenshots = None if in_ci() else SCREENSHOTS
     all_requests = []
-    plan = survey_plan.plan(pages, lambda page: (site.html / page).read_text())
+    read = functools.cache(lambda page: (site.html / page).read_text())
+    plan = survey_plan.plan(pages, read)
+    colour = survey_plan.colour_sample(plan, read)
     visits_planned = sum(len(planned) for planned in plan.values())
     browsers = min(SURVEY_BROWSERS, -(-visits_planned // VIEWS_PER_BROWSER))
     shares = [
@@ -358,14 +370,19 @@ def survey(browser, site, served):
     with concurrent.futures.ThreadPoolExecutor(len(shares)) as pool:
         parts = pool.map(
             lambda share: survey_share(
-                find_chromium(), served, share, screenshots, all_requests
+                find_chromium(), served, share, colour, screenshots, all_requests
             ),
             [share for share in shares if share],
         )
         visits = {key: found for part in parts for key, found in part.items()}
     assert set(visits) == {(p, *view) for p, views in plan.items() for view in views}
     return Survey(
-        base=served, pages=pages, visits=visits, html=site.html, requests=all_requests
+        base=served,
+        pages=pages,
+        visits=visits,
+        html=site.html,
+        requests=all_requests,
+        colour=colour,
     )
 
 
@@ -587,11 +604,25 @@ def test_no_serious_accessibility_violations_in_either_mode(survey):
         f"{violation['count']}: {violation['help']} {violation['targets']}"
         for (page, width, mode), visit in survey.visits.items()
         if width == "desktop"
-        for violation in visit.accessibility
+        for violation in visit.accessibility["violations"]
         if violation["impact"] in ("serious", "critical")
     ]
-    audited = [v for (p, w, m), v in survey.visits.items() if w == "desktop"]
-    assert audited and all(isinstance(v.accessibility, list) for v in audited)
+    audited = {
+        (p, (w, m)): v for (p, w, m), v in survey.visits.items() if w == "desktop"
+    }
+    assert audited and all(
+        "html-has-lang" in v.accessibility["rules"] for v in audited.values()
+    )
+    # The colour rule ran in each mode, on the planned sample and nowhere else
+    # (axe runs it unless told not to: a sample ignored would cost the survey
+    # its saving, a rule turned off everywhere would hide every contrast).
+    assert {mode for _, (_, mode) in survey.colour} == {"light", "dark"}
+    coloured = {
+        key
+        for key, v in audited.items()
+        if "color-contrast" in v.accessibility["rules"]
+    }
+    assert coloured == survey.colour
     assert not serious, "\n".join(serious[:40])
 
 

@@ -73,3 +73,26 @@ def test_the_sample_is_the_same_whatever_order_the_pages_come_in():
     shapes = {p: survey_plan.shapes(PAGES[p]) for p in PAGES if "api/" in p}
     backwards = dict(reversed(list(shapes.items())))
     assert survey_plan.covering_sample(shapes) == survey_plan.covering_sample(backwards)
+
+
+def test_the_colour_sample_holds_every_shape_of_each_edition_in_each_desktop_view():
+    views = planned()
+    sample = survey_plan.colour_sample(views, PAGES.__getitem__)
+    assert {view for _, view in sample} == {FIRST, DARK}
+    for view in (FIRST, DARK):
+        for edition in ("", "zh_CN/"):
+            pages = [
+                p
+                for p in PAGES
+                if view in views[p]
+                and survey_plan.edition_of(p) == (edition[:-1] or None)
+            ]
+            every = set().union(*(survey_plan.shapes(PAGES[p]) for p in pages))
+            chosen = [p for p in pages if (p, view) in sample]
+            seen = set().union(*(survey_plan.shapes(PAGES[p]) for p in chosen))
+            assert seen == every, (view, edition)
+            # b holds everything a holds.
+            assert f"{edition}api/torch.a.html" not in chosen
+    # Only pages planned for a view are sampled in it, never the phone's.
+    assert all(view in views[page] for page, view in sample)
+    assert ("api/torch.a.html", DARK) not in sample
