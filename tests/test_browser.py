@@ -88,6 +88,10 @@ AXE_PATH = "/.survey/axe.min.js"
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    # Connections kept open between requests: a page asks for about twenty
+    # files, and the survey's browsers ask at once.
+    protocol_version = "HTTP/1.1"
+
     def log_message(self, *args):
         pass
 
@@ -98,6 +102,14 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class QuietServer(http.server.ThreadingHTTPServer):
+    # socketserver's default backlog is 5 connections waiting to be accepted:
+    # with several browsers loading pages, the kernel dropped the rest, and a
+    # dropped connection is retried after 1, 3, 7 s... (358 such drops on
+    # this machine over a few runs of the suite); axe-core gives up on a
+    # stylesheet it fetches after 10 s, which the survey saw as a page's
+    # failed request.
+    request_queue_size = 1024
+
     def handle_error(self, request, client_address):
         # A tab closed while a file was still being sent is how a browser
         # works, not a server error; anything else is reported as usual.
