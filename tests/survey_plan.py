@@ -27,6 +27,7 @@ of page. The survey's own contrast check (every distinct look of text on
 every desktop view) still reads every page.
 """
 
+import functools
 import re
 from html.parser import HTMLParser
 
@@ -51,8 +52,10 @@ class _Shapes(HTMLParser):
         self.shapes.add(".".join([tag, *classes]))
 
 
+@functools.cache
 def shapes(html):
-    """Every element shape of a page: its tag and its classes, sorted."""
+    """Every element shape of a page: its tag and its classes, sorted (once per
+    page: ``plan`` and ``colour_sample`` both ask for an entry's)."""
     parser = _Shapes()
     parser.feed(html)
     return frozenset(parser.shapes)
