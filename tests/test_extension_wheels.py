@@ -132,32 +132,30 @@ def test_pip_accepts_each_wheel_on_the_pythons_the_page_names(built, tmp_path, m
         assert (process.returncode == 0) == accepted, (label, process.stderr[-1000:])
 
 
-def test_stable_wheel_runs_under_the_oldest_release_it_claims(built, tmp_path):
+@pytest.fixture(scope="module")
+def stable_site(built, tmp_path_factory):
+    """The stable-ABI wheel, installed once: the files pip unpacks are the
+    same whichever release's pip unpacks them, and every release loads them."""
     cache, _ = built
-    floor = floor_of("cpp_stable_abi")
-    oldest = next(r for r in envs.releases() if matrix.release_key(r["torch"]) >= floor)
-    assert oldest["torch"] != PINNED, "the floor is the pinned release itself"
-    python = release_python(oldest["torch"])
-    site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
-    process = run(
-        [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    assert f"stable_ops works under torch {oldest['torch']}" in process.stdout
+    folder = tmp_path_factory.mktemp("stable-site")
+    return install(sys.executable, the_wheel(cache, "stable"), folder)
 
 
 @pytest.mark.parametrize("release", [r["torch"] for r in envs.releases()[:-1]])
 def test_stable_wheel_loads_from_the_page_floor_on_and_not_below(
-    built, tmp_path, release
+    stable_site, tmp_path, release
 ):
-    cache, _ = built
+    floor = floor_of("cpp_stable_abi")
+    assert floor < matrix.release_key(PINNED)[:2], "the floor is the pinned release"
     python = release_python(release)
-    site = install(python, the_wheel(cache, "stable"), tmp_path / "site")
     process = run(
-        [str(python), "-c", CHECK_STABLE], cwd=tmp_path, env={"PYTHONPATH": str(site)}
+        [str(python), "-c", CHECK_STABLE],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(stable_site)},
     )
-    if matrix.release_key(release) >= floor_of("cpp_stable_abi"):
+    if matrix.release_key(release) >= floor:
         assert process.returncode == 0, process.stderr[-3000:]
+        assert f"stable_ops works under torch {release}" in process.stdout
     else:
         # Below the floor, the loader misses one of the C functions that the
         # floor release introduced (their names start with torch_).
