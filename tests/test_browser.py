@@ -273,20 +273,29 @@ class Tab:
             "pageerror", lambda exc: self.result.console_errors.append(f"error: {exc}")
         )
         page.on("request", lambda request: self.result.requests.append(request.url))
-        page.on(
-            "requestfailed",
-            lambda request: self.result.console_errors.append(
-                f"request failed: {request.url} ({request.failure})"
-            ),
-        )
+        page.on("requestfailed", self.request_failed)
+        self.leaving = False
         # Playwright's clock stays installed across the tab's navigations.
         page.clock.install()
+
+    def request_failed(self, request):
+        # A visit ends by leaving the page, and the browser then cancels what
+        # it still had in flight for it (net::ERR_ABORTED): the favicon, which
+        # Chromium asks for on its own schedule, was once cancelled that way.
+        # That cancellation is the survey's doing; any other failure, and any
+        # error the page raises as it unloads, is still the page's.
+        if self.leaving and request.failure == "net::ERR_ABORTED":
+            return
+        self.result.console_errors.append(
+            f"request failed: {request.url} ({request.failure})"
+        )
 
 
 def visit(tab, base, page_path, width_name, mode, shots, colour):
     """Load one page in ``tab`` and collect what the tests need; ``colour``:
     whether axe's colour-contrast rule runs too (desktop views only)."""
     result = tab.result = Visit()
+    tab.leaving = False
     page = tab.page
     page.goto(base + page_path, wait_until="load")
     page.clock.run_for(WATCH_AFTER_LOAD_MS)
@@ -318,6 +327,7 @@ def visit(tab, base, page_path, width_name, mode, shots, colour):
     # what it does as it unloads: the tab leaves it for an empty page while
     # this visit still listens.
     page.clock.run_for(WATCH_AFTER_LOAD_MS)
+    tab.leaving = True
     page.goto("about:blank")
     return result
 
