@@ -10,7 +10,11 @@ machine's CPU time over its cores (how busy it was, and minute by minute), the
 slowest steps, each test module's total, every page's run time and each
 worker's timeline of test modules, and writes them to
 ``_build/bench-ci.json`` and, as the Markdown tables the README shows,
-``_build/bench-ci.md``.
+``_build/bench-ci.md``. While the run goes on, every process on the
+machine is sampled each second (psutil) and its CPU time put down to a kind
+of process (browser renderers, notebook kernels, Sphinx, the compiler...):
+the table of kinds says which programs the CPU went to, whichever test
+started them.
 
     python tools/bench_ci.py [--keep] [--top N]
     python tools/bench_ci.py --from CLONE   # the tables of a run already made
@@ -20,12 +24,15 @@ import argparse
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
@@ -35,8 +42,76 @@ OUT = REPO / "_build"
 
 
 PHASES = ("setup", "call", "teardown")
-# How often the machine's busy share is sampled during the run.
+# How often the machine's busy share is put down during the run.
 SAMPLE_SECONDS = 60
+# How often the processes are sampled: one that starts and ends between two
+# samples is missed, and counted in the table's "not seen" row.
+PROCESS_SAMPLE_SECONDS = 1
+
+# A process's kind, from its command line: the first pattern that matches.
+KINDS = [
+    ("browser: renderers", r"chromium.* --type=renderer"),
+    ("browser: its other processes", r"chromium"),
+    ("browser: Playwright's driver", r"playwright/driver/node"),
+    ("notebook kernels", r"ipykernel_launcher"),
+    ("Sphinx", r"sphinx[-_]build|-m sphinx\b"),
+    ("page runs in the build (loky)", r"joblib|loky"),
+    ("pytest-xdist workers", r"exec\(eval\(sys\.stdin\.readline\(\)\)\)"),
+    ("pytest: the run's own", r"-m pytest .*-n "),
+    ("pytest: in a test's child process", r"-m pytest|bin/pytest"),
+    ("the checker's isolated children", r"operator_checker"),
+    ("C++ compiler and linker", r"(^|/)(cc1plus|cc1|as|ld|collect2|[gc]\+\+|gcc)( |$)"),
+    ("python -c", r"python[0-9.]* .*-c "),
+    ("Python, other", r"python"),
+    ("kernel threads", r"^\[.*\]$"),
+]
+
+
+def kind_of(command):
+    """The kind of the process whose command line is ``command``; a program
+    of no listed kind is named by its executable."""
+    for kind, pattern in KINDS:
+        if re.search(pattern, command):
+            return kind
+    program = command.split(" ", 1)[0].rsplit("/", 1)[-1]
+    return f"other: {program or '?'}"
+
+
+class ProcessSampler:
+    """CPU seconds of each kind of process since the sampler started. A
+    process already running at the start counts from then; one first seen
+    later, from its own start."""
+
+    def __init__(self, processes):
+        self.kinds = collections.Counter()
+        self.seen = {key: [cpu, None] for key, _command, cpu in processes}
+
+    def sample(self, processes):
+        """``processes``: (a key that names one process for its life, its
+        command line, its CPU seconds so far) for every process now."""
+        for key, command, cpu in processes:
+            entry = self.seen.get(key)
+            if entry is None:
+                entry = self.seen[key] = [0.0, kind_of(command)]
+            if entry[1] is None:
+                entry[1] = kind_of(command)
+            self.kinds[entry[1]] += cpu - entry[0]
+            entry[0] = cpu
+
+
+def processes_now():
+    """(pid and start time, command line, CPU seconds) for every process."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "name", "create_time"]):
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        info = process.info
+        command = " ".join(info["cmdline"] or []) or f"[{info['name']}]"
+        key = (process.pid, info["create_time"])
+        found.append((key, command, times.user + times.system))
+    return found
 
 
 def busy_seconds():
@@ -50,12 +125,14 @@ def busy_seconds():
 
 def fresh_run(clone):
     """Run CI in a fresh clone of HEAD: (exit status, seconds, busy CPU
-    seconds of the machine, the machine's busy share in each minute)."""
+    seconds of the machine, the machine's busy share in each minute, the CPU
+    seconds of each kind of process)."""
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     cores = os.cpu_count() or 1
     start = time.perf_counter()
     before = busy_seconds()
+    sampler = ProcessSampler(processes_now())
     with open(OUT / "bench-ci.log", "w") as log:
         process = subprocess.Popen(
             ["bash", ".ci/run"],
@@ -65,17 +142,32 @@ def fresh_run(clone):
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        minutes, last = [], before
+        minutes, last, minute_start = [], before, start
         while True:
             try:
-                process.wait(SAMPLE_SECONDS)
+                process.wait(PROCESS_SAMPLE_SECONDS)
                 break
             except subprocess.TimeoutExpired:
-                now = busy_seconds()
-                minutes.append(round((now - last) / (SAMPLE_SECONDS * cores), 2))
-                last = now
+                sampler.sample(processes_now())
+                if time.perf_counter() - minute_start >= SAMPLE_SECONDS:
+                    now = busy_seconds()
+                    minutes.append(round((now - last) / (SAMPLE_SECONDS * cores), 2))
+                    last, minute_start = now, minute_start + SAMPLE_SECONDS
+    sampler.sample(processes_now())
     seconds = time.perf_counter() - start
-    return process.returncode, seconds, busy_seconds() - before, minutes
+    return process.returncode, seconds, busy_seconds() - before, minutes, sampler.kinds
+
+
+def by_kind(kinds, busy):
+    """{kind: CPU seconds}, largest first, the kinds under a second lumped
+    together, and what the sampler did not see: the machine's busy seconds
+    less the sum (processes shorter than a sample, the kernel's own work)."""
+    table = collections.Counter()
+    for kind, seconds in kinds.items():
+        table[kind if seconds >= 1 else "other kinds, under 1 s each"] += seconds
+    rows = {kind: round(seconds, 1) for kind, seconds in table.most_common()}
+    rows["not seen by the sampler"] = round(busy - sum(kinds.values()), 1)
+    return rows
 
 
 def tables(clone, top):
@@ -149,7 +241,24 @@ def timeline(durations):
 
 
 def markdown(results):
-    lines = ["| step | phase | seconds |", "| --- | --- | ---: |"]
+    lines = []
+    if "ci_seconds" in results:
+        lines += [
+            f"`bash .ci/run` from a fresh clone: exit {results['exit_status']} in "
+            f"{results['ci_seconds'] / 60:.1f} min, {results['cpu_seconds']} CPU "
+            f"seconds ({results['cpu_busy']:.0%} of the cores), "
+            f"{results['tests']} tests.",
+            "",
+        ]
+    if results.get("cpu_by_kind"):
+        lines += ["| kind of process | CPU seconds | share |", "| --- | ---: | ---: |"]
+        total = results["cpu_seconds"]
+        lines += [
+            f"| {kind} | {seconds:.0f} | {seconds / total:.0%} |"
+            for kind, seconds in results["cpu_by_kind"].items()
+        ]
+        lines.append("")
+    lines += ["| step | phase | seconds |", "| --- | --- | ---: |"]
     lines += [
         f"| `{row['test']}` | {row['phase']} | {row['seconds']:.0f} |"
         for row in results["slowest"]
@@ -196,7 +305,7 @@ def main():
     if clone is None:
         folder = Path(tempfile.mkdtemp(prefix="bench-ci-"))
         clone = folder / "clone"
-        status, seconds, cpu, minutes = fresh_run(clone)
+        status, seconds, cpu, minutes, kinds = fresh_run(clone)
         busy = cpu / (seconds * (os.cpu_count() or 1))
         results = {
             "exit_status": status,
@@ -204,6 +313,7 @@ def main():
             "cpu_seconds": round(cpu),
             "cpu_busy": round(busy, 3),
             "busy_by_minute": minutes,
+            "cpu_by_kind": by_kind(kinds, cpu),
         }
         print(
             f"bash .ci/run: exit {status} in {seconds / 60:.1f} min, "

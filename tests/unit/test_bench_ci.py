@@ -26,3 +26,49 @@ def test_a_worker_s_modules_follow_one_another_and_interruptions_split_them():
 
 def test_no_timed_test_makes_no_timeline():
     assert bench_ci.timeline({"tests/a.py::one": {"call": 1}}) == []
+
+
+def test_processes_are_put_down_to_their_kind_by_command_line():
+    chromium = "/usr/lib/chromium/chromium --type=renderer --lang=en-US"
+    assert bench_ci.kind_of(chromium) == "browser: renderers"
+    assert bench_ci.kind_of("/usr/lib/chromium/chromium --headless") == (
+        "browser: its other processes"
+    )
+    assert bench_ci.kind_of("/v/bin/python -m ipykernel_launcher -f k.json") == (
+        "notebook kernels"
+    )
+    assert bench_ci.kind_of("/v/bin/python /v/bin/sphinx-build -b html . out") == (
+        "Sphinx"
+    )
+    assert bench_ci.kind_of("/v/bin/python -m pytest -n auto --dist loadgroup") == (
+        "pytest: the run's own"
+    )
+    assert bench_ci.kind_of("/v/bin/python -m pytest -q tests/test_a.py") == (
+        "pytest: in a test's child process"
+    )
+    assert bench_ci.kind_of(
+        "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus -quiet a.cpp"
+    ) == ("C++ compiler and linker")
+    assert bench_ci.kind_of("/v/bin/python -c import torch") == "python -c"
+    assert bench_ci.kind_of("[kdamond.0]") == "kernel threads"
+    assert bench_ci.kind_of("/usr/bin/optipng -o2 a.png") == "other: optipng"
+
+
+def test_the_sampler_counts_each_process_from_the_start_or_from_its_own():
+    old = ((1, 10.0), "/usr/bin/optipng a.png", 50.0)  # running before the run
+    sampler = bench_ci.ProcessSampler([old])
+    renderer = ((2, 20.0), "/usr/lib/chromium/chromium --type=renderer", 3.0)
+    sampler.sample([((1, 10.0), old[1], 52.0), renderer])
+    # The same pid with another start time is another process.
+    sampler.sample([((1, 10.0), old[1], 53.5), ((2, 21.0), renderer[1], 1.0)])
+    assert sampler.kinds == {"other: optipng": 3.5, "browser: renderers": 4.0}
+
+
+def test_the_kinds_table_lumps_the_small_ones_and_names_what_was_not_seen():
+    kinds = {"Sphinx": 200.0, "other: git": 0.4, "other: make": 0.3}
+    rows = bench_ci.by_kind(kinds, busy=250.0)
+    assert rows == {
+        "Sphinx": 200.0,
+        "other kinds, under 1 s each": 0.7,
+        "not seen by the sampler": 49.3,
+    }
