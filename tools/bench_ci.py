@@ -62,7 +62,7 @@ KINDS = [
     ("the checker's isolated children", r"operator_checker"),
     ("C++ compiler and linker", r"(^|/)(cc1plus|cc1|as|ld|collect2|[gc]\+\+|gcc)( |$)"),
     ("python -c", r"python[0-9.]* .*-c "),
-    ("Python, other", r"python"),
+    ("Python", r"python"),
     ("kernel threads", r"^\[.*\]$"),
 ]
 
@@ -72,9 +72,22 @@ def kind_of(command):
     of no listed kind is named by its executable."""
     for kind, pattern in KINDS:
         if re.search(pattern, command):
-            return kind
+            return python_program(command) if kind == "Python" else kind
     program = command.split(" ", 1)[0].rsplit("/", 1)[-1]
     return f"other: {program or '?'}"
+
+
+def python_program(command):
+    """The kind of a Python process: the module (``-m``) or script it runs."""
+    words = iter(command.split()[1:])
+    for word in words:
+        if word in ("-X", "-W"):  # options that take a value
+            next(words, None)
+        elif word == "-m":
+            return f"Python: -m {next(words, '?')}"
+        elif not word.startswith("-"):
+            return f"Python: {word.rsplit('/', 1)[-1]}"
+    return "Python: no script"
 
 
 class ProcessSampler:

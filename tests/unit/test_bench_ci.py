@@ -50,6 +50,15 @@ def test_processes_are_put_down_to_their_kind_by_command_line():
         "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus -quiet a.cpp"
     ) == ("C++ compiler and linker")
     assert bench_ci.kind_of("/v/bin/python -c import torch") == "python -c"
+    assert bench_ci.kind_of("/v/bin/python -u /r/advanced/cpp_stable_abi.py") == (
+        "Python: cpp_stable_abi.py"
+    )
+    assert bench_ci.kind_of("/v/bin/python3.11 -m auditwheel repair x.whl") == (
+        "Python: -m auditwheel"
+    )
+    assert bench_ci.kind_of("/v/bin/python -X faulthandler /t/run.py") == (
+        "Python: run.py"
+    )
     assert bench_ci.kind_of("[kdamond.0]") == "kernel threads"
     assert bench_ci.kind_of("/usr/bin/optipng -o2 a.png") == "other: optipng"
 
