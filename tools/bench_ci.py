@@ -97,7 +97,7 @@ class ProcessSampler:
 
     def __init__(self, processes):
         self.kinds = collections.Counter()
-        self.seen = {key: [cpu, None] for key, _command, cpu in processes}
+        self.seen = {key: [cpu, kind_of(command)] for key, command, cpu in processes}
 
     def sample(self, processes):
         """``processes``: (a key that names one process for its life, its
@@ -106,8 +106,6 @@ class ProcessSampler:
             entry = self.seen.get(key)
             if entry is None:
                 entry = self.seen[key] = [0.0, kind_of(command)]
-            if entry[1] is None:
-                entry[1] = kind_of(command)
             self.kinds[entry[1]] += cpu - entry[0]
             entry[0] = cpu
 

@@ -28,39 +28,29 @@ def test_no_timed_test_makes_no_timeline():
     assert bench_ci.timeline({"tests/a.py::one": {"call": 1}}) == []
 
 
+KINDS_BY_COMMAND = [
+    ("/usr/lib/chromium/chromium --type=renderer --lang=en-US", "browser: renderers"),
+    ("/usr/lib/chromium/chromium --headless", "browser: its other processes"),
+    ("/v/bin/python -m ipykernel_launcher -f k.json", "notebook kernels"),
+    ("/v/bin/python /v/bin/sphinx-build -b html . out", "Sphinx"),
+    ("/v/bin/python -m pytest -n auto --dist loadgroup", "pytest: the run's own"),
+    ("/v/bin/python -m pytest -q tests/test_a.py", "pytest: in a test's child process"),
+    (
+        "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus -quiet a.cpp",
+        "C++ compiler and linker",
+    ),
+    ("/v/bin/python -c import torch", "python -c"),
+    ("/v/bin/python -u /r/advanced/cpp_stable_abi.py", "Python: cpp_stable_abi.py"),
+    ("/v/bin/python3.11 -m auditwheel repair x.whl", "Python: -m auditwheel"),
+    ("/v/bin/python -X faulthandler /t/run.py", "Python: run.py"),
+    ("[kdamond.0]", "kernel threads"),
+    ("/usr/bin/optipng -o2 a.png", "other: optipng"),
+]
+
+
 def test_processes_are_put_down_to_their_kind_by_command_line():
-    chromium = "/usr/lib/chromium/chromium --type=renderer --lang=en-US"
-    assert bench_ci.kind_of(chromium) == "browser: renderers"
-    assert bench_ci.kind_of("/usr/lib/chromium/chromium --headless") == (
-        "browser: its other processes"
-    )
-    assert bench_ci.kind_of("/v/bin/python -m ipykernel_launcher -f k.json") == (
-        "notebook kernels"
-    )
-    assert bench_ci.kind_of("/v/bin/python /v/bin/sphinx-build -b html . out") == (
-        "Sphinx"
-    )
-    assert bench_ci.kind_of("/v/bin/python -m pytest -n auto --dist loadgroup") == (
-        "pytest: the run's own"
-    )
-    assert bench_ci.kind_of("/v/bin/python -m pytest -q tests/test_a.py") == (
-        "pytest: in a test's child process"
-    )
-    assert bench_ci.kind_of(
-        "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus -quiet a.cpp"
-    ) == ("C++ compiler and linker")
-    assert bench_ci.kind_of("/v/bin/python -c import torch") == "python -c"
-    assert bench_ci.kind_of("/v/bin/python -u /r/advanced/cpp_stable_abi.py") == (
-        "Python: cpp_stable_abi.py"
-    )
-    assert bench_ci.kind_of("/v/bin/python3.11 -m auditwheel repair x.whl") == (
-        "Python: -m auditwheel"
-    )
-    assert bench_ci.kind_of("/v/bin/python -X faulthandler /t/run.py") == (
-        "Python: run.py"
-    )
-    assert bench_ci.kind_of("[kdamond.0]") == "kernel threads"
-    assert bench_ci.kind_of("/usr/bin/optipng -o2 a.png") == "other: optipng"
+    found = [(command, bench_ci.kind_of(command)) for command, _ in KINDS_BY_COMMAND]
+    assert found == KINDS_BY_COMMAND
 
 
 def test_the_sampler_counts_each_process_from_the_start_or_from_its_own():
