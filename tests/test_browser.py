@@ -202,7 +202,7 @@ class Survey:
     visits: dict  # (page, "desktop"/"phone", "light"/"dark") -> Visit
     html: Path
     requests: list  # every URL the browser asked for during the survey
-    colour: set  # the visits whose axe audit ran the colour-contrast rule
+    colour: set  # the visits whose axe audit ran the rules that judge colours
 
 
 def site_pages(html_dir):
@@ -215,7 +215,7 @@ def site_pages(html_dir):
 
 # axe-core (installed by `make test`), the WCAG 2.1 A and AA rules, and the
 # rule that the theme's search button broke (experimental in axe, so named);
-# its colour-contrast rule only where survey_plan.colour_sample says.
+# its rules that judge colours only where survey_plan.colour_sample says.
 AXE_CORE = os.environ.get("AXE_CORE", "")
 AXE_JS = browser_script("axe")
 
@@ -242,7 +242,7 @@ def english_prose(prose):
 def audit_accessibility(page, colour):
     """{"rules": the ids of the rules that ran, "violations": [...]}."""
     page.add_script_tag(url=urljoin(page.url, AXE_PATH))
-    return page.evaluate(AXE_JS, colour)
+    return page.evaluate(AXE_JS, [survey_plan.COLOUR_RULES, colour])
 
 
 # How long each page is watched after it loaded. Its timers are fast-forwarded
@@ -293,7 +293,7 @@ class Tab:
 
 def visit(tab, base, page_path, width_name, mode, shots, colour):
     """Load one page in ``tab`` and collect what the tests need; ``colour``:
-    whether axe's colour-contrast rule runs too (desktop views only)."""
+    whether axe's rules that judge colours run too (desktop views only)."""
     result = tab.result = Visit()
     tab.leaving = False
     page = tab.page
@@ -647,16 +647,14 @@ def test_no_serious_accessibility_violations_in_either_mode(survey):
     assert audited and all(
         "html-has-lang" in v.accessibility["rules"] for v in audited.values()
     )
-    # The colour rule ran in each mode, on the planned sample and nowhere else
-    # (axe runs it unless told not to: a sample ignored would cost the survey
-    # its saving, a rule turned off everywhere would hide every contrast).
+    # Each rule that judges colours ran in each mode, on the planned sample and
+    # nowhere else (axe runs it unless told not to: a sample ignored would
+    # cost the survey its saving, a rule turned off everywhere would hide
+    # every contrast).
     assert {mode for _, (_, mode) in survey.colour} == {"light", "dark"}
-    coloured = {
-        key
-        for key, v in audited.items()
-        if "color-contrast" in v.accessibility["rules"]
-    }
-    assert coloured == survey.colour
+    for rule in survey_plan.COLOUR_RULES:
+        ran = {key for key, v in audited.items() if rule in v.accessibility["rules"]}
+        assert ran == survey.colour, f"{rule} ran elsewhere than on the sample"
     assert not serious, "\n".join(serious[:40])
 
 

@@ -1,10 +1,9 @@
-async (colour) => {
+async ([colourRules, colour]) => {
+    const rules = {"label-content-name-mismatch": {enabled: true}};
+    for (const id of colourRules) rules[id] = {enabled: colour};
     const result = await axe.run(document, {
         runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
-        rules: {
-            "label-content-name-mismatch": {enabled: true},
-            "color-contrast": {enabled: colour},
-        },
+        rules,
     });
     const ran = [result.passes, result.violations, result.incomplete, result.inapplicable];
     return {
