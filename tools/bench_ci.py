@@ -60,7 +60,10 @@ KINDS = [
     ("pytest: the run's own", r"-m pytest .*-n "),
     ("pytest: in a test's child process", r"-m pytest|bin/pytest"),
     ("the checker's isolated children", r"operator_checker"),
-    ("C++ compiler and linker", r"(^|/)(cc1plus|cc1|as|ld|collect2|[gc]\+\+|gcc)( |$)"),
+    (
+        "C++ compiler and linker",
+        r"(^|/)(ccache|cc1plus|cc1|as|ld|collect2|[gc]\+\+|gcc)( |$)",
+    ),
     ("python -c", r"python[0-9.]* .*-c "),
     ("Python", r"python"),
     ("kernel threads", r"^\[.*\]$"),

@@ -39,6 +39,7 @@ KINDS_BY_COMMAND = [
         "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus -quiet a.cpp",
         "C++ compiler and linker",
     ),
+    ("ccache /v/nvidia/cu13/bin/nvcc -c cuda.cu -o cuda.o", "C++ compiler and linker"),
     ("/v/bin/python -c import torch", "python -c"),
     ("/v/bin/python -u /r/advanced/cpp_stable_abi.py", "Python: cpp_stable_abi.py"),
     ("/v/bin/python3.11 -m auditwheel repair x.whl", "Python: -m auditwheel"),
