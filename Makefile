@@ -126,21 +126,8 @@ $(AXE):
 # test library, for each instruction set it tries (a second of CPU each, 42
 # processes in the notebooks of one run); where the check passes, as on this
 # machine, the generated code is the same.
-#
-# Where ccache is installed (Debian's package puts its compiler names in
-# /usr/lib/ccache), the suite compiles through it, with its cache beside the
-# others. Some tests compile from scratch on purpose: the C++ page's cache
-# test builds the extension in an empty folder (70 CPU seconds with g++ and
-# nvcc, 22 with ccache warm). ninja and the pages' own caches still run as a
-# reader's do; only the compiler's output is reused, keyed by the
-# preprocessed source and every flag, with paths under the temporary folder
-# taken relative to the build's (CCACHE_BASEDIR), where tests build.
-# `make html` does not use it: the site's pages name the compiler they ran.
-CCACHE_BIN := $(wildcard /usr/lib/ccache)
-export CCACHE_DIR ?= $(CACHE_HOME)/pytorch-custom-ops-site/ccache
 TEST_WORKERS ?= auto
 test: lint workflows-lint $(AXE)
-	$(if $(CCACHE_BIN),PATH=$(CCACHE_BIN):$$PATH CCACHE_BASEDIR=$(or $(TMPDIR),/tmp)) \
 	AXE_CORE=$(AXE) TORCHINDUCTOR_COMPILE_THREADS=1 TORCHINDUCTOR_VEC_ISA_OK=1 \
 		$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
