@@ -18,14 +18,21 @@ planned:
   its English twin's (the docstrings are English in both editions, so the
   twins' blocks are normally the same bytes).
 
-axe-core's audit runs in every desktop view, but its two rules that judge
+axe-core audits every page in the first view. Its two rules that judge
 colours (``COLOUR_RULES``), most of the audit's cost (a tutorial's
 highlighted code is thousands of text nodes, and its code links are links in
-a block of text), run in each desktop view on a sample of each edition's
-pages that together hold every element shape its pages planned for that view
+a block of text), run in each desktop view on a sample of the site's pages
+that together hold every element shape the pages planned for that view
 hold: the same reasoning as the dark sample, for light mode as well and for
-every kind of page. The survey's own contrast check (every distinct look of
-text on every desktop view) still reads every page.
+every kind of page. One sample serves both editions: they share the theme
+and its stylesheets, which style no language apart (``test_browser`` checks
+that no stylesheet selects by language), so a shape looks the same in
+either. In dark mode axe audits the sample alone: a dark page is its light
+twin's document under other colours, and the light view audited every
+page's document with the rules that judge structure (names, roles, labels);
+what dark mode shows or hides is a shape's, and the sample holds every
+shape. The survey's own contrast check (every distinct look of text on
+every desktop view) still reads every page.
 """
 
 import functools
@@ -129,14 +136,16 @@ def plan(pages, read):
 def colour_sample(views, read):
     """The visits ({(page, view)}) in which axe's ``COLOUR_RULES`` run,
     for ``views`` as ``plan`` gives them: in each desktop view, a covering
-    sample of each edition's pages planned for it."""
-    page_shapes = {page: shapes(read(page)) for page in views}
+    sample of the pages planned for it, both editions together."""
     sample = set()
     for view in (FIRST, DARK):
-        by_edition = {}
-        for page, planned in views.items():
-            if view in planned:
-                by_edition.setdefault(edition_of(page), {})[page] = page_shapes[page]
-        for edition_shapes in by_edition.values():
-            sample.update((page, view) for page in covering_sample(edition_shapes))
+        planned = {page: shapes(read(page)) for page, v in views.items() if view in v}
+        sample.update((page, view) for page in covering_sample(planned))
     return sample
+
+
+def audited(visit, colour):
+    """Whether axe audits ``visit`` ((page, view)), for ``colour`` as
+    ``colour_sample`` gives it: every page in the first view, the sample in
+    dark mode, nothing at phone width."""
+    return visit[1] == FIRST or visit in colour

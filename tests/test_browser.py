@@ -339,9 +339,10 @@ class Tab:
         )
 
 
-def visit(tab, base, page_path, width_name, mode, shots, colour):
-    """Load one page in ``tab`` and collect what the tests need; ``colour``:
-    whether axe's rules that judge colours run too (desktop views only)."""
+def visit(tab, base, page_path, width_name, mode, shots, audit, colour):
+    """Load one page in ``tab`` and collect what the tests need; ``audit``:
+    whether axe audits it (survey_plan.audited), ``colour``: whether with the
+    rules that judge colours."""
     result = tab.result = Visit()
     tab.leaving = False
     tab.in_flight.clear()  # the last page's, cancelled as the tab left it
@@ -366,6 +367,7 @@ def visit(tab, base, page_path, width_name, mode, shots, colour):
         result.overflow = page.evaluate(OVERFLOW_JS)
     if width_name == "desktop":
         result.contrast = page.evaluate(CONTRAST_JS)
+    if audit:
         result.accessibility = audit_accessibility(page, colour)
     if shots is not None and (mode == "light" or width_name == "desktop"):
         name = page_path.removesuffix(".html").replace("/", "--")
@@ -421,6 +423,7 @@ def survey_share(executable, base, pages, colour, screenshots, all_requests):
             for page_path, planned in pages.items():
                 if (width_name, mode) not in planned:
                     continue
+                key = (page_path, (width_name, mode))
                 visits[page_path, width_name, mode] = visit(
                     tab,
                     base,
@@ -428,7 +431,8 @@ def survey_share(executable, base, pages, colour, screenshots, all_requests):
                     width_name,
                     mode,
                     screenshots,
-                    (page_path, (width_name, mode)) in colour,
+                    survey_plan.audited(key, colour),
+                    key in colour,
                 )
             context.close()
         chromium.close()
@@ -726,20 +730,23 @@ def test_site_has_a_favicon(site):
 
 
 def test_no_serious_accessibility_violations_in_either_mode(survey):
+    audited = {
+        (p, (w, m)): v for (p, w, m), v in survey.visits.items() if v.accessibility
+    }
     serious = [
         f"{page} ({mode}): {violation['id']} ({violation['impact']}) x"
         f"{violation['count']}: {violation['help']} {violation['targets']}"
-        for (page, width, mode), visit in survey.visits.items()
-        if width == "desktop"
+        for (page, (_, mode)), visit in audited.items()
         for violation in visit.accessibility["violations"]
         if violation["impact"] in ("serious", "critical")
     ]
-    audited = {
-        (p, (w, m)): v for (p, w, m), v in survey.visits.items() if w == "desktop"
-    }
-    assert audited and all(
-        "html-has-lang" in v.accessibility["rules"] for v in audited.values()
-    )
+    # axe audited every page in the first view and the sample in dark mode,
+    # and nothing else (survey_plan.audited), each time with its whole set of
+    # rules.
+    first = {(p, (w, m)) for p, w, m in survey.visits if (w, m) == survey_plan.FIRST}
+    dark = {key for key in survey.colour if key[1] == survey_plan.DARK}
+    assert first and dark and set(audited) == first | dark
+    assert all("html-has-lang" in v.accessibility["rules"] for v in audited.values())
     # Each rule that judges colours ran in each mode, on the planned sample and
     # nowhere else (axe runs it unless told not to: a sample ignored would
     # cost the survey its saving, a rule turned off everywhere would hide
@@ -749,6 +756,28 @@ def test_no_serious_accessibility_violations_in_either_mode(survey):
         ran = {key for key, v in audited.items() if rule in v.accessibility["rules"]}
         assert ran == survey.colour, f"{rule} ran elsewhere than on the sample"
     assert not serious, "\n".join(serious[:40])
+
+
+# A selector that picks out a language: [lang], [lang=...], [lang|=...] and the
+# like, or :lang(...).
+LANGUAGE_SELECTOR = re.compile(r"\[\s*(?:xml:)?lang\b|:lang\(", re.I)
+
+
+def test_no_stylesheet_styles_one_language_apart(site):
+    """One colour sample serves both editions (survey_plan) because a shape
+    looks the same in either: no stylesheet the site ships, nor a page's own
+    style, selects by language."""
+    styles = {
+        path.relative_to(site.html).as_posix(): path.read_text(errors="replace")
+        for path in site.html.rglob("*.css")
+    }
+    for page in site_pages(site.html):
+        html = (site.html / page).read_text()
+        for i, text in enumerate(re.findall(r"<style[^>]*>(.*?)</style>", html, re.S)):
+            styles[f"{page}, <style> {i + 1}"] = text
+    assert any("pydata" in name for name in styles), sorted(styles)[:10]
+    apart = sorted(n for n, text in styles.items() if LANGUAGE_SELECTOR.search(text))
+    assert not apart, f"stylesheets that style a language apart: {apart}"
 
 
 def test_every_page_links_to_itself_in_the_other_edition(survey):
