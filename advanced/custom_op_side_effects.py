@@ -63,14 +63,12 @@ import torch
 if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 10):
     sys.exit(f"This page needs PyTorch 2.10 or later; this is {torch.__version__}.")
 
-import ast
 import itertools
 import operator
 import os
 import shutil
 import subprocess
 import tempfile
-import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -331,73 +329,87 @@ assert (journals["inductor, declared, warm cache"] == []) == aot_cache_on
 
 # %%
 # In a real project the stale program sits in the cache folder
-# (``TORCHINDUCTOR_CACHE_DIR``) that your earlier runs filled. Turning the
-# cache off for one run with ``TORCHINDUCTOR_AUTOGRAD_CACHE=0`` does not
-# clear it: that run neither reads nor writes the cache, so the next ordinary
-# run loads the stale program again. Four runs of a small script, each in a
-# fresh process, all with one cache folder that starts empty, show it:
+# (``TORCHINDUCTOR_CACHE_DIR``) that your earlier runs filled, and every new
+# process loads it from there (:ref:`edge-autograd-cache-effects` shows that
+# in fresh processes). Turning the cache off for one run with
+# ``TORCHINDUCTOR_AUTOGRAD_CACHE=0`` does not clear it: that run neither
+# reads nor writes the cache, so the next ordinary run loads the stale
+# program again. The variable sets the switch read above when torch starts:
 
-cache_script = textwrap.dedent("""
-    import sys
-    import torch
-
-    journal = []
-
-    @torch.library.custom_op("effects_ops::record", mutates_args=())
-    def record(x: torch.Tensor, tag: str) -> None:
-        journal.append(tag)
-
-    @record.register_fake
-    def _(x, tag):
-        return None
-
-    if sys.argv[1] == "declared":
-        record.register_effect(torch.library.EffectType.ORDERED)
-
-    def step(x):
-        record(x, "before")
-        y = x @ x
-        record(y, "after")
-        return y
-
-    torch.compile(step, fullgraph=True)(torch.randn(3, 3))
-    print(journal)
-""")
-cache_folder = Path(tempfile.mkdtemp(prefix="effects-cache-"))
-# Inductor's own settings left at their defaults, the cache folder ours.
-child_env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHINDUCTOR_")}
-child_env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_folder)
-
-
-def run_script(version, **settings):
-    process = subprocess.run(
-        [sys.executable, "-c", cache_script, version],
-        env={**child_env, **settings},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return ast.literal_eval(process.stdout.strip().splitlines()[-1])
-
-
-cache_runs = {
-    "1. undeclared": run_script("undeclared"),
-    "2. declared, TORCHINDUCTOR_AUTOGRAD_CACHE=0": run_script(
-        "declared", TORCHINDUCTOR_AUTOGRAD_CACHE="0"
-    ),
-    "3. declared": run_script("declared"),
-}
-shutil.rmtree(cache_folder)
-cache_runs["4. declared, cache folder deleted"] = run_script("declared")
-for label, received in cache_runs.items():
-    print(f"{label:<45} received {received}")
-assert list(cache_runs.values()) == [[], ["before", "after"], [], ["before", "after"]]
-shutil.rmtree(cache_folder)
+read_switch = "import torch._functorch.config as c; print(c.enable_autograd_cache)"
+switch = subprocess.run(
+    [sys.executable, "-c", read_switch],
+    env={**os.environ, "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"},
+    capture_output=True,
+    text=True,
+    check=True,
+).stdout.split()[-1]
+print(f"with TORCHINDUCTOR_AUTOGRAD_CACHE=0, enable_autograd_cache is {switch}")
+assert switch == "False"
 
 # %%
-# Run 2 bypassed the cache and kept both calls; run 3, an ordinary run after
-# it, found the program that run 1 stored and lost them again. Only deleting
-# the folder removed the stale entry (and a remote cache, if you use one,
+# Four compiles of a small function show the rest, with the caches on as
+# they are by default, in a cache folder of their own that starts empty.
+# ``torch.compiler.reset()`` before each one makes this process look in the
+# folder, as a new process would. The second compile has the switch off, as
+# the variable would have it:
+
+notes = []
+
+
+@torch.library.custom_op("effects_ops::note", mutates_args=())
+def note(x: torch.Tensor, tag: str) -> None:
+    notes.append(tag)
+
+
+@note.register_fake
+def _(x, tag):
+    return None
+
+
+def step(x):
+    note(x, "before")
+    y = x @ x
+    note(y, "after")
+    return y
+
+
+def compile_and_run():
+    torch.compiler.reset()
+    notes.clear()
+    torch.compile(step, fullgraph=True)(torch.randn(3, 3))
+    return list(notes)
+
+
+cache_folder = Path(tempfile.mkdtemp(prefix="effects-cache-"))
+your_folder = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_folder)
+try:
+    with (
+        inductor_config.patch(fx_graph_cache=True, force_disable_caches=False),
+        functorch_config.patch(enable_autograd_cache=True),
+    ):
+        cache_runs = {"1. undeclared": compile_and_run()}
+        note.register_effect(EffectType.ORDERED)
+        with functorch_config.patch(enable_autograd_cache=False):
+            cache_runs["2. declared, autograd cache off"] = compile_and_run()
+        cache_runs["3. declared"] = compile_and_run()
+        shutil.rmtree(cache_folder)
+        cache_runs["4. declared, cache folder deleted"] = compile_and_run()
+finally:  # the folder given back, and the variable as it was
+    shutil.rmtree(cache_folder, ignore_errors=True)
+    if your_folder is None:
+        del os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = your_folder
+for label, received in cache_runs.items():
+    print(f"{label:<40} received {received}")
+assert list(cache_runs.values()) == [[], ["before", "after"], [], ["before", "after"]]
+
+# %%
+# Compile 2 bypassed the cache and kept both calls; compile 3, an ordinary
+# one after it, found the program that compile 1 stored and lost them again.
+# Only deleting the folder removed the stale entry (and a remote cache, if you use one,
 # holds a copy too). After adding a declaration to an operator that has
 # compiled before, delete the cache folder once. A declaration made next to
 # the definition, before the first compile, never meets a stale entry.
