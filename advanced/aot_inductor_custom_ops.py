@@ -610,6 +610,12 @@ program = build_cpp(
 # printed, its exit status and its output.
 
 scratch = Path(tempfile.mkdtemp(prefix="aoti-ops-"))
+# The loader unpacks a package into a new folder under the temporary
+# directory and deletes it when the loader is destroyed. A process that
+# crashes leaves it behind, so the children unpack into a folder of scratch,
+# which the page deletes at the end.
+unpacked_in = scratch / "unpacked"
+unpacked_in.mkdir()
 
 
 class Run:
@@ -637,6 +643,7 @@ def run_program(package, x, libraries=(), env=None):
     environment = {
         k: v for k, v in os.environ.items() if k != "AOTI_RUNTIME_CHECK_INPUTS"
     }
+    environment["TMPDIR"] = str(unpacked_in)
     args = [program, package, input_file, output_file, *libraries]
     done = subprocess.run(
         [str(arg) for arg in args],
@@ -861,6 +868,7 @@ def run_in_python(package, rows, env=None):
     # Input checks off unless asked for; no Python traceback on a crash.
     unset = ("AOTI_RUNTIME_CHECK_INPUTS", "PYTHONFAULTHANDLER")
     environment = {k: v for k, v in os.environ.items() if k not in unset}
+    environment["TMPDIR"] = str(unpacked_in)
     args = [sys.executable, "-c", CALL_PACKAGE, library, package, rows]
     done = subprocess.run(
         [str(arg) for arg in args],

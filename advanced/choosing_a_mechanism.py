@@ -457,6 +457,11 @@ for line in sys.stdin:  # one package a line: [path, device, dtype]
 def start_fresh_process(env=None):
     """A new Python process, which never defines our operators. It imports
     torch at once and runs the packages ``run_fresh`` gives it later."""
+    # The loader unpacks each package into a new folder under TMPDIR and
+    # deletes it when the package is freed; a load that fails, or a process
+    # that ends holding a package, leaves it: here it goes into package_dir,
+    # which the page deletes.
+    env = {**(os.environ if env is None else env), "TMPDIR": str(package_dir)}
     return subprocess.Popen(
         [sys.executable, "-c", fresh_process_script],
         stdin=subprocess.PIPE,
@@ -1043,6 +1048,7 @@ elif TRITON_RUNS:  # with a GPU, the GPU package must be built, not skipped
     raise RuntimeError("A GPU is present, but AOTInductor has no C++ compiler")
 else:
     print("Skipped on this machine (no CUDA device): the GPU package.")
+shutil.rmtree(package_dir)  # the packages, and what the fresh processes unpacked
 
 # %%
 # A decision guide

@@ -890,7 +890,11 @@ def by_call(lines: list[str]) -> dict[int, list[str]]:
 def call_in_a_child(package: str, check: str | None) -> tuple[dict[int, str], str]:
     """Call the package with 100 rows, then 3, in one new process: what each
     call did, and the process's standard output."""
-    settings = {"AOTI_RUNTIME_CHECK_INPUTS": check}
+    # The loader unpacks the package into a new folder under TMPDIR and
+    # deletes it when the loaded model is freed; a process that crashes or
+    # hangs leaves it, so the child unpacks into the package's own folder,
+    # which the ``with`` below deletes.
+    settings = {"AOTI_RUNTIME_CHECK_INPUTS": check, "TMPDIR": os.path.dirname(package)}
     code, out, errors = run_child(
         CALL_PACKAGE, package, str(HANG_SECONDS), "100", "3", env=settings
     )
@@ -934,6 +938,7 @@ with tempfile.TemporaryDirectory() as folder:
     torch.testing.assert_close(
         loaded_here(torch.ones(64, 256)), torch.full((64, 256), 3.0)
     )
+    del loaded_here  # its unpacked copy goes with it; an exit may not free it
     ended, loader = {}, []
     checks = (None, "1")  # AOTI_RUNTIME_CHECK_INPUTS unset, and set
     with ThreadPoolExecutor() as pool:  # the two processes run side by side

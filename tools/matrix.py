@@ -12,7 +12,8 @@ one page per core, with a timeout. Each (page, release) gets a record in
   edit keeps it current;
 * ``result``: ``pass``; ``below-floor`` when the page stopped in its first
   cell with its one-line "needs PyTorch X.Y or later" message; ``fail``
-  otherwise, with ``error``, the first line of what it raised;
+  otherwise, with ``error``, the first line of what it raised, or what it
+  left behind (below);
 * ``seconds``, ``torch`` (the exact version that ran), ``devices`` and ``ran_at``.
 
 The records are committed, like a lock file: the build and the tests read them
@@ -62,6 +63,13 @@ names it, or it is found as ``/usr/local/cuda-<major>.<minor>`` (the newest of
 that major otherwise), and the pages get it as ``CUDA_HOME``. A release with
 none runs no page and records nothing: the run names what to install and
 fails, as for a release that cannot be installed.
+
+A page runs with a temporary directory (``TMPDIR``) of its own. A run that
+leaves an unpacked AOTInductor package there fails: the loader unpacks each
+package it loads into a new ``aotinductor_*`` folder and deletes it when the
+model is freed, so a child process that crashes or is killed, or a model still
+referenced as the interpreter ends, leaves megabytes on the reader's disk on
+every run (under 2.7.1 the loader left no such folder there).
 
 ``--probe`` runs the pages with their floor check disabled, to find out how far
 back a page really goes; it prints the table and writes no records.
@@ -134,11 +142,25 @@ def first_error_line(stderr):
     return lines[-1][:300] if lines else "no output"
 
 
-def classify(returncode, stderr, timed_out):
+def unpacked_packages(folder):
+    """The unpacked AOTInductor packages left in the temporary directory
+    ``folder``, each as its folder's name and what it holds."""
+    return [
+        f"{path.name} ({', '.join(sorted(child.name for child in path.iterdir()))})"
+        for path in sorted(Path(folder).glob("aotinductor_*"))
+    ]
+
+
+def classify(returncode, stderr, timed_out, left_behind=()):
+    """(result, error) of a run; ``left_behind``, the unpacked packages it
+    left in its temporary directory, fails a run that otherwise passed."""
     from pagelib import contract
 
     if timed_out:
         return "fail", "timed out"
+    if returncode == 0 and left_behind:
+        left = "; ".join(left_behind)
+        return "fail", f"left unpacked AOTInductor packages in TMPDIR: {left}"[:300]
     if returncode == 0:
         return "pass", None
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -159,11 +181,14 @@ def run_page(venv, release, page, digest, timeout, probe, extra_env=None):
         script.write_text(text, encoding="utf-8")
         if probe:
             script.write_text(contract.disable_floor_check(text), encoding="utf-8")
+        temporary = Path(folder) / "tmp"  # the page's own TMPDIR: see above
+        temporary.mkdir()
         env = {
             **os.environ,
             "MPLBACKEND": "Agg",
             **envs.release_caches(release["torch"]),
             "PYTHONDONTWRITEBYTECODE": "1",
+            "TMPDIR": str(temporary),
             **(extra_env or {}),
         }
         env.pop("TRITON_INTERPRET", None)
@@ -189,7 +214,8 @@ def run_page(venv, release, page, digest, timeout, probe, extra_env=None):
             stdout = (expired.stdout or b"").decode(errors="replace")
             stderr = (expired.stderr or b"").decode(errors="replace")
         seconds = time.perf_counter() - start
-    result, error = classify(returncode, stderr, timed_out)
+        left_behind = unpacked_packages(temporary)
+    result, error = classify(returncode, stderr, timed_out, left_behind)
     torch_version, devices = contract.devices_in_output(stdout)
     return records.new_record(
         digest,

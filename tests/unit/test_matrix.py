@@ -1,11 +1,14 @@
 """The version matrix's shards and their merge (tools/matrix.py), the GPU
-lane's verdict (``--require-cuda``) and the fan-out's list of releases
-(tools/envs.py releases), without running a page."""
+lane's verdict (``--require-cuda``), the fan-out's list of releases
+(tools/envs.py releases) and a run's verdict, without running a real page
+(a stand-in page of a few lines runs in a temporary directory of its own)."""
 
 import argparse
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import envs
 import matrix
@@ -435,3 +438,40 @@ def test_a_run_is_classified_by_its_exit_and_stderr(
     returncode, stderr, timed_out, verdict
 ):
     assert matrix.classify(returncode, stderr, timed_out) == verdict
+
+
+def test_a_passing_run_that_left_an_unpacked_package_fails_and_names_it():
+    left = ["aotinductor_Ab12 (doubled)"]
+    assert matrix.classify(0, "", False, left) == (
+        "fail",
+        "left unpacked AOTInductor packages in TMPDIR: aotinductor_Ab12 (doubled)",
+    )
+    # What the run raised stays the first thing its record says.
+    assert matrix.classify(1, TRACEBACK, False, left)[1].startswith("AssertionError")
+
+
+LEAVES_A_PACKAGE = """
+import os, tempfile
+unpacked = tempfile.mkdtemp(prefix="aotinductor_")
+os.mkdir(os.path.join(unpacked, "doubled"))
+"""
+
+
+@pytest.mark.parametrize("cleans_up", [False, True], ids=["leaves it", "cleans up"])
+def test_a_page_runs_with_a_temporary_directory_of_its_own(
+    tmp_path, monkeypatch, cleans_up
+):
+    page = LEAVES_A_PACKAGE + ("import shutil; shutil.rmtree(unpacked)\n" * cleans_up)
+    (tmp_path / "leaky.py").write_text(page)
+    monkeypatch.setattr(matrix, "EXAMPLES", tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "not-here"))  # not the caller's
+    (tmp_path / "not-here").mkdir()
+    venv = Path(sys.prefix)
+    one = matrix.run_page(venv, {"torch": "2.15.0"}, "leaky", "aaaa", 60, False)
+    assert list((tmp_path / "not-here").iterdir()) == []
+    if cleans_up:
+        assert (one["result"], one["error"]) == ("pass", None)
+    else:
+        assert one["result"] == "fail"
+        said = r"left unpacked AOTInductor packages in TMPDIR: aotinductor_\w+"
+        assert re.fullmatch(said + r" \(doubled\)", one["error"]), one["error"]
