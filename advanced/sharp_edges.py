@@ -485,15 +485,22 @@ if hasattr(torch.library, "EffectType"):
 # <https://github.com/pytorch/pytorch/issues/144344>`_ reports the same for
 # a changed backward.
 #
-# The repro compiles the operator in four new processes, each printing how
-# many calls reached the operator: without the declaration; with it and the
-# cache turned off; with it and the cache on again; with it in an empty
-# cache.
+# The repro runs in two new processes that share a cache folder, each
+# printing how many calls reached the operator. The first compiles the
+# operator without the declaration. The second declares it and compiles
+# three times, each after ``torch.compiler.reset()``, so that it looks in
+# the folder as a new process would: with the AOTAutograd cache switched
+# off (``enable_autograd_cache``, the switch that
+# ``TORCHINDUCTOR_AUTOGRAD_CACHE=0`` sets, as
+# :ref:`sphx_glr_tutorials_custom_op_side_effects.py` shows), with it on
+# again, and after deleting the folder.
 
 NOTE_IN_A_CHILD = """
+import shutil
 import sys
 
 import torch
+import torch._functorch.config as functorch_config  # private: the cache switch
 
 journal = []
 
@@ -508,51 +515,54 @@ def _(x):
     return None
 
 
-if sys.argv[1] == "declared":
-    child_note.register_effect(torch.library.EffectType.ORDERED)
-
-
 # A matrix product, which Inductor hands to a library: no C++ kernel to
 # compile, even in an empty cache.
-@torch.compile(fullgraph=True)
 def noted_product(x):
     child_note(x)
     return x @ x
 
 
-noted_product(torch.randn(3, 3))
-print(len(journal))
+def calls(autograd_cache=True):
+    torch.compiler.reset()  # forget this process's compiles: read the folder
+    journal.clear()
+    with functorch_config.patch(enable_autograd_cache=autograd_cache):
+        torch.compile(noted_product, fullgraph=True)(torch.randn(3, 3))
+    return len(journal)
+
+
+if sys.argv[1] == "undeclared":
+    print(calls())
+else:
+    child_note.register_effect(torch.library.EffectType.ORDERED)
+    off, on = calls(autograd_cache=False), calls()
+    shutil.rmtree(sys.argv[2])  # the workaround: delete the cache folder
+    print(off, on, calls())
 """
 
 
-def calls_in_a_child(kind: str, cache: str, autograd_cache: str) -> int:
-    """Run NOTE_IN_A_CHILD in a new process: how many calls reached the op."""
-    settings = {
-        "TORCHINDUCTOR_CACHE_DIR": cache,
-        "TORCHINDUCTOR_AUTOGRAD_CACHE": autograd_cache,
-    }
-    code, out, errors = run_child(NOTE_IN_A_CHILD, kind, env=settings)
+def calls_in_a_child(kind: str, cache: str) -> list[int]:
+    """Run NOTE_IN_A_CHILD in a new process: how many calls reached the op,
+    compile by compile."""
+    # The variable would override the switch the child sets.
+    settings = {"TORCHINDUCTOR_CACHE_DIR": cache, "TORCHINDUCTOR_AUTOGRAD_CACHE": None}
+    code, out, errors = run_child(NOTE_IN_A_CHILD, kind, cache, env=settings)
     assert code == 0, errors[-1]
-    return int(out.splitlines()[-1])
+    return [int(calls) for calls in out.splitlines()[-1].split()]
 
 
 if hasattr(torch.library, "EffectType"):
-    with (
-        tempfile.TemporaryDirectory() as shared,
-        tempfile.TemporaryDirectory() as fresh,
-        ThreadPoolExecutor() as pool,
-    ):
-        # The run in an empty cache depends on no other: it runs meanwhile.
-        in_empty_cache = pool.submit(calls_in_a_child, "declared", fresh, "1")
-        runs = {
-            "undeclared": calls_in_a_child("undeclared", shared, "1"),
-            "declared, cache off": calls_in_a_child("declared", shared, "0"),
-            "declared, same cache": calls_in_a_child("declared", shared, "1"),
-            "declared, empty cache": in_empty_cache.result(),
-        }
+    with tempfile.TemporaryDirectory() as shared:
+        (undeclared,) = calls_in_a_child("undeclared", shared)
+        cache_off, same_cache, deleted = calls_in_a_child("declared", shared)
+    runs = {
+        "undeclared": undeclared,
+        "declared, cache off": cache_off,
+        "declared, same cache": same_cache,
+        "declared, folder deleted": deleted,
+    }
     for label, calls in runs.items():
         print(f"{label}: {calls} call(s) reached the operator")
-    assert runs["undeclared"] == 0 and runs["declared, empty cache"] == 1
+    assert runs["undeclared"] == 0 and runs["declared, folder deleted"] == 1
     assert runs["declared, cache off"] == 1
     edge("autograd-cache-effects", runs["declared, same cache"] == 0)
 
