@@ -68,6 +68,7 @@ import contextlib
 import importlib.metadata
 import json
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -713,6 +714,7 @@ needs_setting = [
 ]
 print(f"PyTorch {torch.__version__}: nms needs the setting: {bool(needs_setting)}")
 assert bool(needs_setting) == (RELEASE < (2, 10))
+shutil.rmtree(folder)  # the files this page wrote
 
 # %%
 # Conclusion

@@ -898,6 +898,7 @@ try:
     importlib.import_module("cpp_ops_registrations")
 finally:
     sys.path.remove(module_folder)
+    shutil.rmtree(module_folder)  # imported: the module no longer needs its file
 
 meta_return = discounted_return(torch.empty(4, 10, device="meta"), 0.9)
 print(f"after the import, a meta call gives shape {tuple(meta_return.shape)}")

@@ -540,6 +540,7 @@ compiled = torch.compile(monitored_and_sent, backend="aot_eager", fullgraph=True
 _, mixed = run_and_read_journal(compiled, sample)
 print([tag for tag, *_ in mixed])
 assert mixed == expected_mixed and log_file.read_text() == expected_file
+shutil.rmtree(log_file.parent)
 
 # %%
 # The file received the same line, and ``journal`` shows the write between

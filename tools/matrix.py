@@ -142,25 +142,43 @@ def first_error_line(stderr):
     return lines[-1][:300] if lines else "no output"
 
 
-def unpacked_packages(folder):
-    """The unpacked AOTInductor packages left in the temporary directory
-    ``folder``, each as its folder's name and what it holds."""
-    return [
-        f"{path.name} ({', '.join(sorted(child.name for child in path.iterdir()))})"
-        for path in sorted(Path(folder).glob("aotinductor_*"))
-    ]
+# What PyTorch itself leaves in TMPDIR whatever a page does, and so not a
+# page's leftover: Inductor's precompiled headers, from 2.12 on (kept in
+# ``torchinductor_<user>`` on purpose, outside TORCHINDUCTOR_CACHE_DIR, for
+# every later process), the trace log torch.export writes (``export_root``),
+# the error files torch.multiprocessing makes for the processes it starts
+# (``pytorch-errorfile-*``), and the folder torch.distributed.nn makes at
+# import, up to 2.9, and deletes at exit: a child process that a page lets
+# crash on purpose cannot delete it.
+PYTORCHS_OWN = re.compile(r"torchinductor_.+|export_root|pytorch-errorfile-.+")
+PYTORCHS_OWN_FILES = {"_remote_module_non_scriptable.py", "__pycache__"}
+
+
+def left_in_tmpdir(folder):
+    """What a run left in its temporary directory ``folder``, less PyTorch's
+    own (``PYTORCHS_OWN``): each entry's name, with what a folder holds."""
+    left = []
+    for path in sorted(Path(folder).iterdir()):
+        inside = sorted(child.name for child in path.iterdir()) if path.is_dir() else []
+        if PYTORCHS_OWN.fullmatch(path.name) or (
+            inside and set(inside) <= PYTORCHS_OWN_FILES
+        ):
+            continue
+        left.append(f"{path.name} ({', '.join(inside)})" if inside else path.name)
+    return left
 
 
 def classify(returncode, stderr, timed_out, left_behind=()):
-    """(result, error) of a run; ``left_behind``, the unpacked packages it
-    left in its temporary directory, fails a run that otherwise passed."""
+    """(result, error) of a run; ``left_behind``, what it left in its
+    temporary directory (``left_in_tmpdir``), fails a run that otherwise
+    passed."""
     from pagelib import contract
 
     if timed_out:
         return "fail", "timed out"
     if returncode == 0 and left_behind:
         left = "; ".join(left_behind)
-        return "fail", f"left unpacked AOTInductor packages in TMPDIR: {left}"[:300]
+        return "fail", f"left files in TMPDIR: {left}"[:300]
     if returncode == 0:
         return "pass", None
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -171,7 +189,9 @@ def classify(returncode, stderr, timed_out, left_behind=()):
 
 def run_page(venv, release, page, digest, timeout, probe, extra_env=None):
     """The record of one run of ``page`` (whose code has the digest
-    ``digest``) under the release's environment ``venv``."""
+    ``digest``) under the release's environment ``venv``. The page runs with
+    a temporary directory of its own (``TMPDIR``): a run that passes but
+    leaves files there (``left_in_tmpdir``) fails, naming them."""
     from pagelib import contract, records
 
     source = EXAMPLES / f"{page}.py"
@@ -181,7 +201,7 @@ def run_page(venv, release, page, digest, timeout, probe, extra_env=None):
         script.write_text(text, encoding="utf-8")
         if probe:
             script.write_text(contract.disable_floor_check(text), encoding="utf-8")
-        temporary = Path(folder) / "tmp"  # the page's own TMPDIR: see above
+        temporary = Path(folder) / "tmp"  # the page's own TMPDIR
         temporary.mkdir()
         env = {
             **os.environ,
@@ -214,7 +234,7 @@ def run_page(venv, release, page, digest, timeout, probe, extra_env=None):
             stdout = (expired.stdout or b"").decode(errors="replace")
             stderr = (expired.stderr or b"").decode(errors="replace")
         seconds = time.perf_counter() - start
-        left_behind = unpacked_packages(temporary)
+        left_behind = left_in_tmpdir(temporary)
     result, error = classify(returncode, stderr, timed_out, left_behind)
     torch_version, devices = contract.devices_in_output(stdout)
     return records.new_record(

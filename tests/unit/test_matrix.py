@@ -440,20 +440,37 @@ def test_a_run_is_classified_by_its_exit_and_stderr(
     assert matrix.classify(returncode, stderr, timed_out) == verdict
 
 
-def test_a_passing_run_that_left_an_unpacked_package_fails_and_names_it():
-    left = ["aotinductor_Ab12 (doubled)"]
+def test_a_passing_run_that_left_files_fails_and_names_them():
+    left = ["aotinductor_Ab12 (doubled)", "checkop-x1 (nms.json)"]
     assert matrix.classify(0, "", False, left) == (
         "fail",
-        "left unpacked AOTInductor packages in TMPDIR: aotinductor_Ab12 (doubled)",
+        "left files in TMPDIR: aotinductor_Ab12 (doubled); checkop-x1 (nms.json)",
     )
     # What the run raised stays the first thing its record says.
     assert matrix.classify(1, TRACEBACK, False, left)[1].startswith("AssertionError")
 
 
-LEAVES_A_PACKAGE = """
+def test_what_pytorch_itself_leaves_in_tmpdir_is_not_the_pages(tmp_path):
+    for pytorchs in ("torchinductor_root", "export_root"):
+        (tmp_path / pytorchs / "inside").mkdir(parents=True)
+    (tmp_path / "pytorch-errorfile-ab12.pickle").touch()
+    (tmp_path / "tmpab12").mkdir()
+    (tmp_path / "tmpab12" / "_remote_module_non_scriptable.py").touch()
+    assert matrix.left_in_tmpdir(tmp_path) == []
+    (tmp_path / "tmpab12" / "notes.txt").touch()  # no longer PyTorch's alone
+    (tmp_path / "sent.txt").touch()
+    assert matrix.left_in_tmpdir(tmp_path) == [
+        "sent.txt",
+        "tmpab12 (_remote_module_non_scriptable.py, notes.txt)",
+    ]
+
+
+LEAVES_FILES = """
 import os, tempfile
 unpacked = tempfile.mkdtemp(prefix="aotinductor_")
 os.mkdir(os.path.join(unpacked, "doubled"))
+own = tempfile.mkdtemp(prefix="checkop-")
+open(os.path.join(own, "nms.json"), "w").close()
 """
 
 
@@ -461,7 +478,8 @@ os.mkdir(os.path.join(unpacked, "doubled"))
 def test_a_page_runs_with_a_temporary_directory_of_its_own(
     tmp_path, monkeypatch, cleans_up
 ):
-    page = LEAVES_A_PACKAGE + ("import shutil; shutil.rmtree(unpacked)\n" * cleans_up)
+    cleanup = "import shutil; shutil.rmtree(unpacked); shutil.rmtree(own)\n"
+    page = LEAVES_FILES + cleanup * cleans_up
     (tmp_path / "leaky.py").write_text(page)
     monkeypatch.setattr(matrix, "EXAMPLES", tmp_path)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "not-here"))  # not the caller's
@@ -473,5 +491,6 @@ def test_a_page_runs_with_a_temporary_directory_of_its_own(
         assert (one["result"], one["error"]) == ("pass", None)
     else:
         assert one["result"] == "fail"
-        said = r"left unpacked AOTInductor packages in TMPDIR: aotinductor_\w+"
-        assert re.fullmatch(said + r" \(doubled\)", one["error"]), one["error"]
+        said = r"left files in TMPDIR: aotinductor_\w+ \(doubled\); "
+        said += r"checkop-\w+ \(nms.json\)"
+        assert re.fullmatch(said, one["error"]), one["error"]
