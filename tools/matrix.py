@@ -65,11 +65,11 @@ none runs no page and records nothing: the run names what to install and
 fails, as for a release that cannot be installed.
 
 A page runs with a temporary directory (``TMPDIR``) of its own. A run that
-leaves an unpacked AOTInductor package there fails: the loader unpacks each
-package it loads into a new ``aotinductor_*`` folder and deletes it when the
-model is freed, so a child process that crashes or is killed, or a model still
-referenced as the interpreter ends, leaves megabytes on the reader's disk on
-every run (under 2.7.1 the loader left no such folder there).
+leaves files there fails, naming them (``left_in_tmpdir``), less what PyTorch
+leaves whatever a page does (``PYTORCHS_OWN``): the page's own folders, and the
+unpacked AOTInductor packages (``aotinductor_*``, megabytes each) that a child
+process that crashes or is killed, or a model still referenced as the
+interpreter ends, leaves on the reader's disk on every run.
 
 ``--probe`` runs the pages with their floor check disabled, to find out how far
 back a page really goes; it prints the table and writes no records.
@@ -161,7 +161,8 @@ def left_in_tmpdir(folder):
     for path in sorted(Path(folder).iterdir()):
         inside = sorted(child.name for child in path.iterdir()) if path.is_dir() else []
         if PYTORCHS_OWN.fullmatch(path.name) or (
-            inside and set(inside) <= PYTORCHS_OWN_FILES
+            "_remote_module_non_scriptable.py" in inside
+            and set(inside) <= PYTORCHS_OWN_FILES
         ):
             continue
         left.append(f"{path.name} ({', '.join(inside)})" if inside else path.name)

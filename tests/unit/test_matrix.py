@@ -459,9 +459,11 @@ def test_what_pytorch_itself_leaves_in_tmpdir_is_not_the_pages(tmp_path):
     assert matrix.left_in_tmpdir(tmp_path) == []
     (tmp_path / "tmpab12" / "notes.txt").touch()  # no longer PyTorch's alone
     (tmp_path / "sent.txt").touch()
+    (tmp_path / "tmpcd34" / "__pycache__").mkdir(parents=True)  # a page's module's
     assert matrix.left_in_tmpdir(tmp_path) == [
         "sent.txt",
         "tmpab12 (_remote_module_non_scriptable.py, notes.txt)",
+        "tmpcd34 (__pycache__)",
     ]
 
 
