@@ -17,7 +17,7 @@ from pathlib import Path
 import envs
 import pytest
 
-from pagelib import course
+from pagelib import course, layout
 from pagelib import records as version_records
 from tests.pages import (  # noqa: F401 - example_source: the slow tests take it here
     REPO,
@@ -78,6 +78,31 @@ def run(cmd, *, cwd=REPO, timeout=1800, env=None):
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+# Debian's ccache: a folder of links named after the compilers (c++, g++...).
+CCACHE = Path("/usr/lib/ccache")
+
+
+def through_ccache(base, path=None):
+    """Environment variables under which a build's C++ compiles go through
+    ccache (where it is installed; none where it is not), keyed by their
+    paths relative to ``base``, a folder holding everything the compiles name
+    (the environment's headers, the sources, the build's temporary folders):
+    the same build in another run's folder then reuses its object files. What
+    a test of a page's build checks is the page's steps, not the compiler's
+    (from empty folders on this machine, the C++ pages' builds were most of
+    their run). ``path``: the PATH to put ccache's compilers in front of."""
+    if not CCACHE.is_dir():
+        return {}
+    return {
+        "PATH": os.pathsep.join([str(CCACHE), path or os.environ.get("PATH", "")]),
+        "CCACHE_DIR": str(layout.cache_home() / "ccache"),
+        "CCACHE_BASEDIR": str(base),
+        # Compiled with -g, an object names the folder it was compiled in, so
+        # ccache would key on that folder too.
+        "CCACHE_NOHASHDIR": "1",
+    }
 
 
 def make(*targets, cwd=REPO, variables=(), timeout=3600, env=None):

@@ -5,39 +5,26 @@ before the page set ``CUDA_HOME``, as the site's build (whose hook imports it
 before every page) and a reused notebook kernel do: the page must still
 build with the toolkit it chose.
 
-Where ccache is installed, the cold build compiles through it: what is
-tested is the page's cache, not the compiler, and the build from an empty
-folder took 70 CPU seconds of g++ and nvcc, 16 with ccache warm. ninja and
-the page's cache run as a reader's do. (Through ccache for the whole suite,
-the builds in fresh environments and temporary folders, a miss each time,
-cost as much more as this test saved.)
+Where ccache is installed, the cold build compiles through it
+(``helpers.through_ccache``): what is tested is the page's cache, not the
+compiler, and the build from an empty folder took 70 CPU seconds of g++ and
+nvcc, 16 with ccache warm. ninja and the page's cache run as a reader's do.
 """
 
-import os
 import re
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
-from pagelib import layout
-from tests.helpers import REPO, run
-
-CCACHE = Path("/usr/lib/ccache")  # Debian's ccache: its compiler names
+from tests.helpers import REPO, run, through_ccache
 
 
 @pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
 def test_cpp_page_compiles_once_then_reuses_its_build(tmp_path):
     script = REPO / "advanced" / "cpp_custom_ops.py"
     cache = {"TORCH_EXTENSIONS_DIR": str(tmp_path / "extensions")}
-    if CCACHE.is_dir():
-        cache |= {
-            "PATH": f"{CCACHE}{os.pathsep}{os.environ.get('PATH', '')}",
-            "CCACHE_DIR": str(layout.cache_home() / "ccache"),
-            # The folder's own path is left out of the key.
-            "CCACHE_BASEDIR": str(tmp_path),
-        }
+    cache |= through_ccache(tmp_path)
     imported_first = (
         "import runpy, sys; import torch.utils.cpp_extension; "
         "runpy.run_path(sys.argv[1], run_name='__main__')"

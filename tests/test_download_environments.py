@@ -18,8 +18,9 @@ floor (``test_versions`` checks the other pages' floors through their
 notebooks). Each is made with uv from uv's cache (the
 site's pins as constraints, so nothing is downloaded and torch's files are
 linked, not copied), and each page runs in it from an empty folder with an
-empty extensions cache, so that it really builds its wheels. A plain venv
-whose setuptools is too old must stop the page in one line.
+empty extensions cache, so that it really builds its wheels (compiling
+through ccache where it is installed: ``helpers.through_ccache``). A plain
+venv whose setuptools is too old must stop the page in one line.
 
 Cost: the environments take seconds (uv links their files from its cache).
 The page runs take the time: each shipping page in the uv venv and in its
@@ -39,7 +40,7 @@ import notebooks
 import pytest
 from packaging.version import Version
 
-from tests.helpers import REPO, WHEEL_PAGES, floor_release, run
+from tests.helpers import REPO, WHEEL_PAGES, floor_release, run, through_ccache
 
 PAGES = WHEEL_PAGES
 # The module's environments are made once, by the one worker that runs all
@@ -107,9 +108,17 @@ def activated(venv):
     }
 
 
-def run_page(venv, page, folder):
-    folder.mkdir(parents=True)
-    env = {**activated(venv), "TORCH_EXTENSIONS_DIR": str(folder / "extensions")}
+def run_page(venv, page, folder, base):
+    """Run ``page`` in ``venv`` from the empty ``folder``, its temporary
+    folders in there too; its compiles go through ccache keyed by paths
+    relative to ``base`` (the worker's temporary folder, which holds the
+    environment and ``folder``), so that the same build in a later run of the
+    suite reuses its object files: the page still builds each wheel."""
+    (folder / "tmp").mkdir(parents=True)
+    env = activated(venv)
+    env |= {"TORCH_EXTENSIONS_DIR": str(folder / "extensions")}
+    env |= {"TMPDIR": str(folder / "tmp")}
+    env |= through_ccache(base, env["PATH"])
     script = REPO / "advanced" / f"{page}.py"
     return run([str(venv / "bin" / "python"), str(script)], cwd=folder, env=env)
 
@@ -143,6 +152,7 @@ def plain_venvs(uv, tmp_path_factory):
     ``{page: venv}``, the seeded setuptools version, and that first run.
     """
     constraints = site_pins(tmp_path_factory, with_torch=False)
+    base = tmp_path_factory.getbasetemp()
     venvs, seeded, before = {}, None, None
     for page in PAGES:
         folder = tmp_path_factory.mktemp(f"plain-venv-{page}")
@@ -161,7 +171,7 @@ def plain_venvs(uv, tmp_path_factory):
             version = "import setuptools; print(setuptools.__version__)"
             seeded = run([str(python), "-c", version]).stdout.strip() or None
             if seeded is None or Version(seeded) < Version("70.1"):
-                before = run_page(venv, page, folder / "before")
+                before = run_page(venv, page, folder / "before", base)
         install(uv, python, specs, constraints)
         venvs[page] = venv
     return venvs, seeded, before
@@ -182,8 +192,11 @@ def test_a_uv_venv_has_no_pip(uv_venv):
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_wheel_page_runs_in_a_uv_venv_without_pip(uv_venv, page, tmp_path):
-    process = run_page(uv_venv, page, tmp_path / "run")
+def test_wheel_page_runs_in_a_uv_venv_without_pip(
+    uv_venv, page, tmp_path, tmp_path_factory
+):
+    base = tmp_path_factory.getbasetemp()
+    process = run_page(uv_venv, page, tmp_path / "run", base)
     assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
     assert "built the wheel in" in process.stdout
     if page == "cpp_extension_packaging":
@@ -203,12 +216,13 @@ def test_a_too_old_setuptools_stops_the_page_in_one_line(plain_venvs):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_wheel_page_runs_on_its_floor_in_a_plain_venv_with_the_first_cell_installed(
-    plain_venvs, page, tmp_path
+    plain_venvs, page, tmp_path, tmp_path_factory
 ):
     venvs, _, _ = plain_venvs
     release = floor_release(page)
     assert release, f"{page} has no measured floor"
-    process = run_page(venvs[page], page, tmp_path / "run")
+    base = tmp_path_factory.getbasetemp()
+    process = run_page(venvs[page], page, tmp_path / "run", base)
     assert process.returncode == 0, (
         f"python advanced/{page}.py on PyTorch {release} exited with "
         f"{process.returncode}:\n{process.stdout[-2000:]}{process.stderr[-4000:]}"

@@ -6,6 +6,7 @@ in a fresh kernel.
 """
 
 import ast
+import copy
 import re
 import shlex
 import sys
@@ -43,8 +44,14 @@ PROSE_ONLY = {"reST literal quotes", "a literal-block marker"}
 
 
 def rendered_markdown(notebook):
-    """(prose, code) of each markdown cell as Jupyter shows it."""
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(notebook)
+    """(prose, code) of each markdown cell as Jupyter shows it.
+
+    Only the markdown cells are rendered: each renders on its own, and the
+    code cells' highlighting was most of the exporter's time (0.5 to 0.8 s
+    a notebook, against 0.1 s for its markdown)."""
+    markdown = copy.deepcopy(notebook)
+    markdown.cells = [cell for cell in markdown.cells if cell.cell_type == "markdown"]
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(markdown)
     soup = BeautifulSoup(body, "html.parser")
     cells = soup.select("div.jp-MarkdownCell div.jp-RenderedMarkdown")
     assert cells, "nbconvert rendered no markdown cells"
