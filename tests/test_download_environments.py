@@ -19,8 +19,10 @@ notebooks). Each is made with uv from uv's cache (the
 site's pins as constraints, so nothing is downloaded and torch's files are
 linked, not copied), and each page runs in it from an empty folder with an
 empty extensions cache, so that it really builds its wheels (compiling
-through ccache where it is installed: ``helpers.through_ccache``). A plain
-venv whose setuptools is too old must stop the page in one line.
+through ccache where it is installed: ``helpers.through_ccache``), with a
+temporary folder of its own, in which it must leave nothing (as ``make
+matrix`` checks on every release). A plain venv whose setuptools is too old
+must stop the page in one line.
 
 Cost: the environments take seconds (uv links their files from its cache).
 The page runs take the time: each shipping page in the uv venv and in its
@@ -36,6 +38,7 @@ import sys
 from pathlib import Path
 
 import envs
+import matrix
 import notebooks
 import pytest
 from packaging.version import Version
@@ -123,6 +126,13 @@ def run_page(venv, page, folder, base):
     return run([str(venv / "bin" / "python"), str(script)], cwd=folder, env=env)
 
 
+def assert_nothing_left(folder):
+    """The page's run left nothing in its temporary folder but what PyTorch
+    leaves whatever a page does (as ``make matrix`` checks on every release)."""
+    left = matrix.left_in_tmpdir(folder / "tmp")
+    assert not left, f"the page left files in its TMPDIR: {'; '.join(left)}"
+
+
 def all_first_cell_packages():
     specs = []
     for page in PAGES:
@@ -199,6 +209,7 @@ def test_wheel_page_runs_in_a_uv_venv_without_pip(
     process = run_page(uv_venv, page, tmp_path / "run", base)
     assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
     assert "built the wheel in" in process.stdout
+    assert_nothing_left(tmp_path / "run")
     if page == "cpp_extension_packaging":
         # No CUDA toolkit among the first cell's packages: one line says so.
         assert re.search(r"^CUDA kernel: skipped the build, ", process.stdout, re.M)
@@ -228,6 +239,7 @@ def test_wheel_page_runs_on_its_floor_in_a_plain_venv_with_the_first_cell_instal
         f"{process.returncode}:\n{process.stdout[-2000:]}{process.stderr[-4000:]}"
     )
     assert "built the wheel in" in process.stdout
+    assert_nothing_left(tmp_path / "run")
     version = "import torch; print(torch.__version__)"
     installed = run([str(venvs[page] / "bin" / "python"), "-c", version]).stdout
     assert installed.split("+")[0].strip() == release, installed
