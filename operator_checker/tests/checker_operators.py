@@ -122,3 +122,185 @@ hang_on_empty.register_autograd(scale_backward, setup_context=scale_setup)
 # or more). Made here, when a child process imports this file and before it
 # starts its first step, it is not taken for a hang under the tests' timeout.
 scale(torch.ones(1), 1.0)
+
+
+# -- Real bugs that once passed, and correct operators once blamed ------------
+
+
+def save_input(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def silu_backward_in_place(ctx, grad):
+    (x,) = ctx.saved_tensors
+    s = torch.sigmoid(x)
+    slope = s * (1 + x * (1 - s))
+    result = grad * slope
+    slope.mul_(2)  # in place on a tensor autograd saved for the double backward
+    return result
+
+
+@torch.library.custom_op("oc_test::silu_breaks_twice", mutates_args=())
+def silu_breaks_twice(x: torch.Tensor) -> torch.Tensor:
+    """Broken: a right first derivative, but its backward writes in place into
+    a tensor autograd saved, so the double backward raises."""
+    return x * torch.sigmoid(x)
+
+
+silu_breaks_twice.register_fake(lambda x: torch.empty_like(x))
+silu_breaks_twice.register_autograd(silu_backward_in_place, setup_context=save_input)
+
+
+def silu_backward_no_graph(ctx, grad):
+    (x,) = ctx.saved_tensors
+    with torch.no_grad():  # a backward outside autograd: no double backward
+        s = torch.sigmoid(x)
+        return grad * s * (1 + x * (1 - s))
+
+
+@torch.library.custom_op("oc_test::silu_once", mutates_args=())
+def silu_once(x: torch.Tensor) -> torch.Tensor:
+    """Limited: a right first derivative computed outside autograd, so there
+    is no double backward, by design."""
+    return x * torch.sigmoid(x)
+
+
+silu_once.register_fake(lambda x: torch.empty_like(x))
+silu_once.register_autograd(silu_backward_no_graph, setup_context=save_input)
+
+
+@torch.library.custom_op("oc_test::wrong_vmap", mutates_args=())
+def wrong_vmap(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """Broken: its vmap rule returns two out_dims for its one output."""
+    return x * factor
+
+
+wrong_vmap.register_fake(lambda x, factor: torch.empty_like(x))
+
+
+@wrong_vmap.register_vmap
+def _(info, in_dims, x, factor):
+    return x * factor, (0, 0)
+
+
+@torch.library.custom_op("oc_test::wrong_strides", mutates_args=())
+def wrong_strides(x: torch.Tensor) -> torch.Tensor:
+    """Broken: the kernel returns row-major memory whatever it gets, the fake
+    kernel promises the input's layout."""
+    return (x * 2).contiguous()
+
+
+wrong_strides.register_fake(lambda x: torch.empty_like(x))
+
+
+@torch.library.custom_op("oc_test::sorted_with_order", mutates_args=())
+def sorted_with_order(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Correct: the positions of the sorted values (integers), then the values;
+    the gradient flows through the values alone."""
+    values, order = torch.sort(x, dim=-1)
+    return order, values
+
+
+@sorted_with_order.register_fake
+def _(x):
+    return torch.empty_like(x, dtype=torch.long), torch.empty_like(x)
+
+
+def sorted_setup(ctx, inputs, output):
+    ctx.save_for_backward(output[0])
+
+
+def sorted_backward(ctx, grad_order, grad_values):
+    (order,) = ctx.saved_tensors
+    return torch.zeros_like(grad_values).scatter(-1, order, grad_values)
+
+
+sorted_with_order.register_autograd(sorted_backward, setup_context=sorted_setup)
+
+
+@torch.library.custom_op("oc_test::padded_segments", mutates_args=())
+def padded_segments(values: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Correct, for offsets that rise from 0 to the number of rows: each
+    segment of rows, padded with zeros to the longest. Like most CPU kernels
+    it does not check its offsets, and writes only the rows they name."""
+    lengths = offsets[1:] - offsets[:-1]
+    longest = int(lengths.max()) if lengths.numel() else 0
+    out = torch.empty(lengths.numel(), longest, *values.shape[1:], dtype=values.dtype)
+    starts, ends = offsets[:-1].tolist(), offsets[1:].tolist()
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        rows = values[start:end]
+        out[i, : rows.shape[0]] = rows
+        out[i, end - start :] = 0
+    return out
+
+
+@padded_segments.register_fake
+def _(values, offsets):
+    longest = torch.library.get_ctx().new_dynamic_size()
+    return values.new_empty(offsets.shape[0] - 1, longest, *values.shape[1:])
+
+
+@torch.library.custom_op("oc_test::unwritten_when_strided", mutates_args=())
+def unwritten_when_strided(x: torch.Tensor) -> torch.Tensor:
+    """Broken: on a non-contiguous input it returns memory it never wrote."""
+    if not x.is_contiguous():
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    return x * 2
+
+
+unwritten_when_strided.register_fake(
+    lambda x: torch.empty_like(x, memory_format=torch.contiguous_format)
+)
+
+
+@torch.library.custom_op("oc_test::dequantize8", mutates_args=())
+def dequantize8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Correct: float8 values times a float32 scale, computed in float32 (as
+    quantization libraries do); no backward registered."""
+    return q.to(torch.float32) * scale
+
+
+dequantize8.register_fake(lambda q, scale: torch.empty_like(q, dtype=torch.float32))
+
+
+@torch.library.custom_op("oc_test::quantize8", mutates_args=())
+def quantize8(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Correct: float values over a scale, rounded to float8."""
+    return (x.to(torch.float32) / scale).to(torch.float8_e4m3fn)
+
+
+quantize8.register_fake(lambda x, scale: torch.empty_like(x, dtype=torch.float8_e4m3fn))
+
+
+@torch.library.custom_op("oc_test::scale_in_place_undeclared", mutates_args=())
+def scale_in_place_undeclared(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """Broken: it writes into x, which mutates_args does not declare."""
+    x.mul_(factor)
+    return x.clone()
+
+
+scale_in_place_undeclared.register_fake(lambda x, factor: torch.empty_like(x))
+
+
+@torch.library.custom_op("oc_test::chatty_crash_on_empty", mutates_args=())
+def chatty_crash_on_empty(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """Crashes on an empty input, as crash_on_empty; says something on
+    every other call, as kernels that log do."""
+    if x.numel() == 0:
+        ctypes.string_at(0)
+    print(f"chatty kernel: {x.numel()} elements", flush=True)
+    return x * factor
+
+
+chatty_crash_on_empty.register_fake(lambda x, factor: torch.empty_like(x))
+
+
+@torch.library.custom_op("oc_test::crash_unless_contiguous", mutates_args=())
+def crash_unless_contiguous(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """Crashes on every layout but row-major, as a kernel that assumes it."""
+    if not x.is_contiguous():
+        ctypes.string_at(0)
+    return x * factor
+
+
+crash_unless_contiguous.register_fake(lambda x, factor: torch.empty_like(x))

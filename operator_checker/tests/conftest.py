@@ -1,11 +1,21 @@
 """Fixtures of the package's tests: the test operators, imported once (an
 operator registers once per process), and a file of their samples."""
 
+import os
+from pathlib import Path
+
 import checker_operators
 import pytest
 import torch
 
 from operator_checker import save_samples
+
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+# The commands the tests run (python -m operator_checker) import the source
+# too, as pytest does (pyproject.toml's pythonpath).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])
+)
 
 # The samples file's operators, each with one small sample.
 SAMPLED = (
@@ -15,6 +25,8 @@ SAMPLED = (
     "no_backward",
     "crash_on_empty",
     "hang_on_empty",
+    "chatty_crash_on_empty",
+    "crash_unless_contiguous",
 )
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 from operator_checker.cli import main
-from operator_checker.report import CHECKS, OUTCOMES
+from operator_checker.report import CHECKS, JSON_FORMAT, OUTCOMES
 
 from operator_checker import QUICK_CHECKS, save_samples
 
@@ -33,7 +33,7 @@ def test_a_correct_operator_exits_0_and_writes_its_reports(
     assert "1 operator checked, 0 rows failed" in capsys.readouterr().out
     written = json.loads(report.read_text())
     assert {"format", "operators", "not_checked", "rows", "seconds"} <= set(written)
-    assert written["format"] == "operator_checker.report/1"
+    assert written["format"] == JSON_FORMAT == "operator_checker.report/2"
     assert written["operators"][0]["operator"] == "oc_test::scale"
     assert written["operators"][0]["passed"] is True
     assert written["not_checked"] == []
@@ -94,7 +94,8 @@ def test_dtype_narrows_the_precisions_checked(samples_file, tmp_path):
     assert check("oc_test::scale", samples_file, *options) == 0
     rows = json.loads(report.read_text())["rows"]
     checked = {r["variant"] for r in rows if r["check"] == "test_faketensor"}
-    assert checked and all("float64" in variant for variant in checked), checked
+    # The sample in its own dtype (float32), and float64 derived from it.
+    assert {variant.split()[2] for variant in checked} == {"float32", "float64"}
 
 
 def test_samples_from_a_function_of_a_module_or_of_a_file(tmp_path):
@@ -128,7 +129,9 @@ def misfit_samples(tmp_path):
         (["oc_test::scale", "--samples", "MISFIT"], "argument 'factor' missing"),
         (["aten::relu"], "holds no samples for aten::relu"),
         (["oc_test::scale", "--only", "gradchek"], "--only gradchek: not a check"),
-        (["oc_test::scale", "--skip", "float17"], "skip: 'float17' is none of"),
+        (["oc_test::scale", "--skip", "float17"],
+         "skip: 'float17' is not a check, a layout, a dtype or a device (did "
+         "you mean 'float16'?)"),
         (["oc_test::scale", "--dtype", "float8"], "--dtype float8: not one of"),
     ],
 )  # fmt: skip
@@ -149,3 +152,186 @@ def test_help_exits_0_and_gives_the_exit_statuses(capsys):
         main(["--help"])
     assert exited.value.code == 0
     assert "exit status: 0 no row failed, 1 a row failed, 2" in capsys.readouterr().out
+
+
+# -- The exit contract: one meaning per status, never a traceback -------------
+
+SAMPLE_FUNCTIONS = """
+import os
+import torch
+
+
+def wrong_key():
+    return {"oc_test::wrong_fake": [(torch.ones(2, 3), 2.0)]}
+
+
+def raises():
+    raise RuntimeError("boom in my sample factory")
+
+
+def returns_none():
+    return None
+
+
+def returns_ints():
+    return [1, 2]
+
+
+def wrong_type():
+    return [(torch.ones(2, 3), "two")]
+
+
+def records_its_process():
+    with open(os.environ["SAMPLES_PID_FILE"], "w") as file:
+        file.write(str(os.getpid()))
+    return [(torch.ones(2, 3), 2.0)]
+"""
+
+
+@pytest.fixture
+def functions(tmp_path):
+    path = tmp_path / "sample_functions.py"
+    path.write_text(SAMPLE_FUNCTIONS)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("wrong_key", "holds no samples for oc_test::scale; it holds "
+                      "oc_test::wrong_fake"),
+        ("raises", "raises() raised RuntimeError: boom in my sample factory"),
+        ("returns_none", "returns_none() returned NoneType; expected "
+                         "{operator: [samples]} or a list of tuples"),
+        ("returns_ints", "returns_ints() returned a list holding int"),
+        ("wrong_type", "argument 'factor' of oc_test::scale is float, but the "
+                       "sample gives str 'two'"),
+    ],
+)  # fmt: skip
+def test_samples_that_do_not_fit_are_the_samples_fault_exit_2(
+    functions, capsys, function, message
+):
+    status = check("oc_test::scale", f"{functions}:{function}", "--only", "vmap")
+    assert status == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        f"operator_checker: error: oc_test::scale: --samples {functions}:"
+    )
+    assert message in line
+
+
+def test_a_corrupt_samples_file_names_the_file_and_exits_2(tmp_path, capsys):
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"\x9f not a pickle at all")
+    assert check("oc_test::scale", corrupt, "--only", "vmap") == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"--samples {corrupt} is not a samples file written by" in line
+
+
+def test_a_report_path_that_cannot_be_written_stops_before_the_run(
+    samples_file, tmp_path, capsys, monkeypatch
+):
+    from operator_checker import cli
+
+    monkeypatch.setattr(cli, "in_process", lambda jobs: pytest.fail("it ran"))
+    nowhere = tmp_path / "no" / "such" / "folder" / "report.json"
+    assert check("oc_test::scale", samples_file, "--json", str(nowhere)) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"operator_checker: error: --json {nowhere}: no such folder {nowhere.parent}"
+    )
+
+
+def test_a_bug_of_the_checker_exits_3_in_one_line(samples_file, capsys, monkeypatch):
+    from operator_checker import cli
+
+    def broken(jobs):
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(cli, "in_process", broken)
+    assert check("oc_test::scale", samples_file, "--only", "vmap") == 3
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == "operator_checker: error: internal: KeyError: 'a bug of ours'"
+
+
+def test_a_run_that_checks_nothing_exits_5(samples_file, capsys):
+    # Every check left out by the options: said before anything runs.
+    assert (
+        check("oc_test::scale", samples_file, "--only", "vmap", "--skip", "vmap") == 5
+    )
+    assert "nothing to check" in capsys.readouterr().err
+    # Every variant left out: the run said so in its rows, and checked nothing.
+    assert check("oc_test::scale", samples_file, "--only", "vmap", "--skip", "cpu") == 5
+    assert "nothing was checked" in capsys.readouterr().err
+
+
+def test_naming_a_device_this_machine_lacks_is_valid_and_said(samples_file, tmp_path):
+    report = tmp_path / "report.json"
+    options = ["--quick", "--skip", "mps", "--json", str(report)]
+    assert check("oc_test::scale", samples_file, *options) == 0
+    (row,) = [
+        row
+        for row in json.loads(report.read_text())["rows"]
+        if row["detail"].startswith("mps:")
+    ]
+    assert row["outcome"] == "skipped"
+    assert row["detail"] == "mps: --skip (and mps is not present here)"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["oc_test::scal"], "no operator oc_test::scal (did you mean oc_test::scale?)"),
+        (["oc_test::scale", "--skip", "bf16"], "(did you mean 'bfloat16'?)"),
+        (["oc_test::scale", "--only", "eager"], "--only eager: not a check one can"),
+        (["oc_test::scale", "--only", "gradchek"],
+         "--only gradchek: not a check one can run (did you mean gradcheck?)"),
+        (["oc_test::scale", "--device", "tpu"], "--device tpu: not a device type"),
+    ],
+)  # fmt: skip
+def test_near_misses_get_a_suggestion(samples_file, capsys, arguments, message):
+    assert main([*arguments, "--samples", str(samples_file), "--no-isolate"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert message in line
+
+
+@pytest.mark.parametrize("seconds", ["0", "-3", "soon"])
+def test_the_timeout_must_be_a_positive_number(samples_file, capsys, seconds):
+    with pytest.raises(SystemExit) as exited:
+        check("oc_test::scale", samples_file, "--timeout", seconds)
+    assert exited.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+def test_each_check_left_out_says_its_own_reason(samples_file, tmp_path):
+    report = tmp_path / "report.json"
+    options = [
+        "--quick",
+        "--only",
+        "gradcheck",
+        "--only",
+        "vmap",
+        "--json",
+        str(report),
+    ]
+    assert check("oc_test::scale", samples_file, *options) == 0
+    skipped = {
+        row["check"]: row["detail"]
+        for row in json.loads(report.read_text())["rows"]
+        if row["outcome"] == "skipped"
+    }
+    assert skipped["gradcheck"] == "gradcheck: quick: not one of the fast checks"
+    assert skipped["test_schema"] == "test_schema: left out by only="
+
+
+def test_json_to_stdout_and_the_command_as_it_was_typed(samples_file, capsys):
+    arguments = ["oc_test::scale", "--import", "checker_operators"]
+    arguments += ["--samples", str(samples_file), "--quick", "--no-isolate"]
+    assert main([*arguments, "--json", "-"], prog="operator-checker") == 0
+    out, err = capsys.readouterr()
+    written = json.loads(out)  # stdout holds the JSON alone
+    assert written["command"] == ["operator-checker", *arguments, "--json", "-"]
+    assert "1 operator checked" in err
+    with pytest.raises(SystemExit):
+        main(["--help"], prog="operator-checker")
+    assert capsys.readouterr().out.startswith("usage: operator-checker ")

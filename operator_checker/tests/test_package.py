@@ -65,3 +65,22 @@ def test_the_command_names_the_dtypes_the_checker_converts_to():
     from operator_checker.variants import DTYPES
 
     assert DTYPE_NAMES == tuple(str(d).removeprefix("torch.") for d in DTYPES)
+
+
+def test_the_tests_import_the_source_not_an_installed_copy():
+    from conftest import SOURCE
+
+    assert (
+        Path(operator_checker.__file__).resolve().parent == SOURCE / "operator_checker"
+    )
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import operator_checker; print(operator_checker.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert Path(child.stdout.strip()).resolve().parent == SOURCE / "operator_checker"

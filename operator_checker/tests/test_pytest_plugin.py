@@ -5,7 +5,6 @@ that conftest.py imported, with ``isolate=False``: a child process costs
 seconds. The replay of captured torchvision samples runs isolated, as CI would.
 """
 
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -14,7 +13,7 @@ import pytest
 import torch
 import torchvision
 from checker_operators import scale
-from operator_checker.pytest import LIMITATION, child_sees, operator_tests
+from operator_checker.pytest import LIMITATION, operator_tests
 from operator_checker.report import CHECKS
 
 from operator_checker import capture_samples, check_operator, save_samples
@@ -221,15 +220,6 @@ def test_options_are_checked_when_the_tests_are_defined():
         operator_tests("oc_test::scale", [], only=["gradchek"])
 
 
-def test_an_isolated_child_imports_from_the_folders_of_the_test_session(
-    tmp_path, monkeypatch
-):
-    monkeypatch.setenv("PYTHONPATH", "/already/there")
-    with child_sees([str(tmp_path), "/no/such/folder", ""]):
-        assert os.environ["PYTHONPATH"] == f"{tmp_path}{os.pathsep}/already/there"
-    assert os.environ["PYTHONPATH"] == "/already/there"
-
-
 def test_loading_the_plugin_imports_no_torch():
     code = (
         "import sys, operator_checker.pytest as plugin\n"
@@ -240,3 +230,37 @@ def test_loading_the_plugin_imports_no_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_operators_with_the_same_imports_share_one_child_for_the_session(
+    pytester, operators_file, monkeypatch
+):
+    from operator_checker import isolation
+
+    started = []
+    real_worker = isolation.Worker
+
+    class CountedWorker(real_worker):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self.process.pid)
+
+    monkeypatch.setattr(isolation, "Worker", CountedWorker)
+    isolation._close_warm()
+    pytester.makepyfile(
+        test_three=(
+            "import torch\n"
+            "from operator_checker.pytest import operator_tests\n"
+            "\n"
+            f"SHARED = dict(imports=[{operators_file!r}], only=['test_faketensor'],\n"
+            "              devices=['cpu'], dtypes=[torch.float32])\n"
+            "SAMPLES = lambda: [(torch.randn(3, 4), 2.0)]\n"
+            "test_scale = operator_tests('oc_test::scale', SAMPLES, **SHARED)\n"
+            "test_fake = operator_tests('oc_test::wrong_fake', SAMPLES, **SHARED)\n"
+            "test_back = operator_tests('oc_test::wrong_backward', SAMPLES, **SHARED)\n"
+        )
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "test_faketensor")
+    result.assert_outcomes(passed=2, failed=1, deselected=3 * (len(CHECKS) - 1))
+    assert len(started) == 1, started
+    isolation._close_warm()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from operator_checker.report import (
     FIXES,
+    JSON_FORMAT,
     OUTCOMES,
     PAGES,
     Report,
@@ -39,7 +40,7 @@ def example_reports():
 
 def test_json_rows_carry_exactly_the_documented_fields():
     written = as_json(example_reports(), [("mylib::gone", "no operator")], seconds=1)
-    assert written["format"] == "operator_checker.report/1"
+    assert written["format"] == JSON_FORMAT == "operator_checker.report/2"
     assert written["seconds"] == 1
     assert [r["operator"] for r in written["rows"]] == ["mylib::crop"] * 5 + [
         "mylib::scale"
@@ -48,7 +49,9 @@ def test_json_rows_carry_exactly_the_documented_fields():
         assert set(row) == {"operator", "check", "variant", "outcome", "detail", "fix"}
         assert row["outcome"] in OUTCOMES
     assert written["rows"][0]["fix"] == "Custom Python Operators > gradcheck catches it"
-    verdicts = {o["operator"]: (o["passed"], o["failed"]) for o in written["operators"]}
+    verdicts = {
+        o["operator"]: (o["passed"], o["failed_rows"]) for o in written["operators"]
+    }
     assert verdicts == {"mylib::crop": (False, 1), "mylib::scale": (True, 0)}
     assert written["not_checked"] == [{"target": "mylib::gone", "error": "no operator"}]
 
@@ -94,7 +97,10 @@ def course_sections():
 def test_every_fix_names_a_section_of_the_course_and_the_file_of_its_page():
     sections = course_sections()
     assert len(sections) > 10, f"no pages of the course in {COURSE}"
-    for _check, _pattern, page, section in FIXES:
+    for _check, pattern, page, section in FIXES:
+        if page is None:  # no section teaches it (PyTorch's own bug)
+            assert section is None and see_for("compiled", pattern.lstrip("^")) == ""
+            continue
         assert page in sections, f"FIXES names no page of the course: {page!r}"
         assert section in sections[page][1], f"{page!r} has no section {section!r}"
         assert PAGES.get(page) == sections[page][0], f"PAGES[{page!r}]"

@@ -1,20 +1,33 @@
 """The command: ``python -m operator_checker TARGET ... --samples FILE``.
 
-Exit status: 0 when no row failed, 1 when a row failed, 2 when the checker
-could not run (a bad target, an import that fails, samples that do not fit),
-with one line naming what to fix.
+Exit status, one meaning each:
+
+* 0: every operator was checked and no row failed;
+* 1: a row failed (a bug of an operator);
+* 2: the checker could not run: a bad target, option or samples source, an
+  import that fails, samples that do not fit the schema; one line on stderr
+  names what to fix;
+* 3: the checker itself failed (a bug of the checker): one line, no
+  traceback;
+* 5: nothing was checked (every check left out), as pytest's 5;
+* 130: interrupted (Ctrl-C): what finished is printed and written, marked
+  interrupted.
 """
 
 import argparse
+import difflib
 import json
 import os
 import sys
-import tempfile
 import time
 
 import operator_checker
-from operator_checker.isolation import Job, JobError, run_jobs
-from operator_checker.report import CHECKS, QUICK_CHECKS, Report, left_out
+from operator_checker.isolation import Interrupted, Job, JobError, run_jobs
+from operator_checker.report import QUICK_CHECKS, RUNNABLE, Report, left_out
+
+OK, FAILED, CANNOT_RUN, INTERNAL, NOTHING_CHECKED, INTERRUPTED = 0, 1, 2, 3, 5, 130
+# The device types --device and --skip may name (torch's, without importing it).
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "hpu", "mtia", "meta", "privateuseone")
 
 # The floating-point dtypes the checker converts samples to (variants.DTYPES,
 # named here so that the command's parent process need not import torch).
@@ -34,13 +47,14 @@ examples:
     python -m operator_checker mypkg.ops:crop --samples samples.pt \\
         --json report.json
 
-exit status: 0 no row failed, 1 a row failed, 2 the checker could not run.
+exit status: 0 no row failed, 1 a row failed, 2 the checker could not run,
+3 the checker failed, 5 nothing was checked, 130 interrupted.
 """
 
 
-def parser():
+def parser(prog="python -m operator_checker"):
     parse = argparse.ArgumentParser(
-        prog="python -m operator_checker",
+        prog=prog,
         description=(
             "Run every check of the PyTorch custom operators course on each "
             "TARGET operator, in a child process: a crash of the operator is a "
@@ -82,7 +96,7 @@ def parser():
         "--only",
         metavar="CHECK",
         action="append",
-        help=f"run only this check (repeat); the checks: {', '.join(CHECKS[1:])}",
+        help=f"run only this check (repeat); the checks: {', '.join(RUNNABLE)}",
     )
     parse.add_argument(
         "--skip",
@@ -102,8 +116,9 @@ def parser():
         dest="dtypes",
         action="append",
         metavar="DTYPE",
-        help="check in this floating-point dtype (repeat); default: "
-        f"{', '.join(DTYPE_NAMES)} (gradients are checked in float64 anyway)",
+        help="derive variants in this floating-point dtype (repeat); default: "
+        f"{', '.join(DTYPE_NAMES)} (each sample is checked in its own dtype too, "
+        "and gradients in float64)",
     )
     parse.add_argument(
         "--device",
@@ -114,10 +129,17 @@ def parser():
     )
     parse.add_argument(
         "--timeout",
-        type=float,
+        type=positive,
         default=300.0,
         metavar="SECONDS",
-        help="a step silent for longer is a failed row (default 300)",
+        help="the child process may stay silent this long, importing included; "
+        "a step that takes longer is a failed row (default 300)",
+    )
+    parse.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print each step as it starts, on stderr (the default on a terminal)",
     )
     parse.add_argument(
         "--no-isolate",
@@ -132,89 +154,151 @@ def parser():
     return parse
 
 
-def fail(message):
+def positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def fail(message, status=CANNOT_RUN):
     print(f"operator_checker: error: {message}", file=sys.stderr)
-    return 2
+    return status
 
 
-def samples_file(source, folder):
-    """A file of samples: ``source`` itself, or what ``module:function``
-    returns, saved."""
-    if os.path.exists(source) or ":" not in source:
-        if not os.path.exists(source):
-            raise JobError(f"--samples {source}: no such file")
-        return source
-    module_name, _, function_name = source.partition(":")
-    from operator_checker.samples import save_samples
-    from operator_checker.targets import load
-
-    module = load(module_name)
-    function = getattr(module, function_name, None)
-    if function is None:
-        raise JobError(f"--samples {source}: {module_name} has no {function_name}")
-    found = function()
-    path = os.path.join(folder, "samples.pt")
-    save_samples(path, found if isinstance(found, dict) else {"": found})
-    return path
+def samples_source(source):
+    """The ``--samples`` source as the child reads it: a file (which must
+    exist), or ``module:function``, which the child imports and calls."""
+    if os.path.exists(source):
+        return os.path.abspath(source)
+    if ":" not in source:
+        raise JobError(f"--samples {source}: no such file")
+    module, _, function = source.rpartition(":")
+    if not module or not function.isidentifier():
+        raise JobError(
+            f"--samples {source}: not a file, nor module:function (or file.py:function)"
+        )
+    if module.endswith(".py"):
+        if not os.path.isfile(module):
+            raise JobError(f"--samples {source}: no such file {module}")
+        return f"{os.path.abspath(module)}:{function}"
+    return source
 
 
-def main(argv=None):
-    args = parser().parse_args(argv)
+def writable(path, option):
+    """Refuse, before the run, a report path that cannot be written."""
+    if path is None or path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise JobError(f"{option} {path}: no such folder {folder}")
+    if os.path.isdir(path) or not os.access(folder, os.W_OK):
+        raise JobError(f"{option} {path}: cannot be written")
+
+
+def main(argv=None, prog=None):
+    """Run the command; the exit status (see the module's docstring)."""
+    try:
+        return run(argv, prog)
+    except KeyboardInterrupt:
+        print("operator_checker: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except Exception as error:  # a bug of the checker, never a row's status
+        text = " ".join(str(error).split())[:300]
+        return fail(f"internal: {type(error).__name__}: {text}", INTERNAL)
+
+
+def run(argv=None, prog=None):
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parser(prog or "python -m operator_checker").parse_args(arguments)
     unknown_dtypes = [name for name in args.dtypes or [] if name not in DTYPE_NAMES]
     if unknown_dtypes:
         names = ", ".join(DTYPE_NAMES)
         return fail(f"--dtype {unknown_dtypes[0]}: not one of {names}")
-    unknown = [name for name in args.only or [] if name not in CHECKS]
-    if unknown:
-        return fail(
-            f"--only {unknown[0]}: not a check; the checks are {', '.join(CHECKS[1:])}"
-        )
+    for device in args.devices or []:
+        if device.partition(":")[0] not in DEVICE_TYPES:
+            return fail(
+                f"--device {device}: not a device type ({', '.join(DEVICE_TYPES)})"
+            )
     options = {
         "devices": args.devices,
         "dtypes": args.dtypes or list(DTYPE_NAMES),
         "exact": True,
         "nondet_tol": 0.0,
         "nondifferentiable": {},
+        "indices": None,
         "skip": dict.fromkeys(args.skip, "--skip"),
         "limitations": {},
         "quick": args.quick,
     }
+    for name in args.only or []:
+        if name not in RUNNABLE:
+            close = difflib.get_close_matches(name, RUNNABLE, n=1)
+            guess = f" (did you mean {close[0]}?)" if close else ""
+            return fail(
+                f"--only {name}: not a check one can run{guess}; the checks: "
+                f"{', '.join(RUNNABLE)}"
+            )
     options["skip"].update(left_out(args.only, args.quick, options["skip"]))
-    with tempfile.TemporaryDirectory(prefix="operator-checker-cli-") as folder:
-        try:
-            path = samples_file(args.samples, folder)
-        except Exception as error:
-            return fail(str(error))
-        jobs = [
-            Job(target, path, None, list(args.imports), options)
-            for target in args.targets
-        ]
-        start = time.perf_counter()
-        if args.no_isolate:
-            results = in_process(jobs)
-        else:
-            results = run_jobs(jobs, timeout=args.timeout)
-        seconds = time.perf_counter() - start
-    return finish(args, jobs, results, seconds)
+    if not set(RUNNABLE) - set(options["skip"]):
+        return fail("every check is left out: nothing to check", NOTHING_CHECKED)
+    try:
+        source = samples_source(args.samples)
+        writable(args.json, "--json")
+        writable(args.markdown, "--markdown")
+    except JobError as error:
+        return fail(str(error))
+    jobs = [
+        Job(target, source, None, list(args.imports), options)
+        for target in args.targets
+    ]
+    echo = None
+    if args.verbose or sys.stderr.isatty():
+
+        def echo(line):
+            print(f"  {line}", file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    if args.no_isolate:
+        results = in_process(jobs)
+    else:
+        results = run_jobs(jobs, timeout=args.timeout, echo=echo)
+    seconds = time.perf_counter() - start
+    command = [prog or "python -m operator_checker", *arguments]
+    return finish(args, jobs, results, seconds, command)
 
 
 def in_process(jobs):
-    """The jobs in this process (``--no-isolate``)."""
+    """The jobs in this process (``--no-isolate``); Ctrl-C keeps what finished."""
     from operator_checker.core import run_checks
-    from operator_checker.isolation import job_inputs
-    from operator_checker.targets import TargetError
+    from operator_checker.isolation import job_inputs, one_line
 
     results = []
     for job in jobs:
         try:
             op, samples, options = job_inputs(job)
-            results.append(run_checks(op, samples, **options))
-        except (TargetError, TypeError, ValueError, OSError) as error:
-            results.append(JobError(str(error)))
+        except Exception as error:
+            results.append(JobError(one_line(error)))
+            continue
+        report = Report(job.target)
+        try:
+            results.append(run_checks(op, samples, **options, report=report))
+        except (TypeError, ValueError) as error:
+            results.append(JobError(one_line(error)))
+        except KeyboardInterrupt:
+            report.interrupted = True
+            results.append(report)
+            break
+    results += [Interrupted("interrupted before it was checked")] * (
+        len(jobs) - len(results)
+    )
     return results
 
 
-def finish(args, jobs, results, seconds):
+def finish(args, jobs, results, seconds, command):
     """Print the reports, write the files asked for, and give the exit status."""
     from operator_checker.report import as_json, as_markdown
 
@@ -222,36 +306,54 @@ def finish(args, jobs, results, seconds):
     errors = [
         (job.target, str(result))
         for job, result in zip(jobs, results, strict=True)
-        if isinstance(result, JobError)
+        if isinstance(result, JobError) and not isinstance(result, Interrupted)
     ]
+    interrupted = any(
+        isinstance(r, Interrupted) or getattr(r, "interrupted", False) for r in results
+    )
+    out = sys.stderr if args.json == "-" else sys.stdout
     for report in reports:
-        print(report)
+        print(report, file=out)
     for target, message in errors:
-        print(f"{target}: not checked: {message}")
+        print(f"{target}: not checked: {message}", file=out)
+    about = {
+        "operator_checker": operator_checker.__version__,
+        "command": command,
+        "seconds": round(seconds, 2),
+        "interrupted": interrupted,
+    }
     if args.json:
-        about = {
-            "operator_checker": operator_checker.__version__,
-            "command": ["python", "-m", "operator_checker", *sys.argv[1:]],
-            "seconds": round(seconds, 2),
-        }
-        with open(args.json, "w") as file:
-            json.dump(as_json(reports, errors, **about), file, indent=1)
+        text = json.dumps(as_json(reports, errors, **about), indent=1)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w") as file:
+                file.write(text)
     if args.markdown:
         with open(args.markdown, "w") as file:
             file.write(as_markdown(reports, errors))
     failed = sum(len(r.failed) for r in reports)
+    checked = [r for r in reports if any(row.outcome != "skipped" for row in r.rows)]
     print(
         f"{len(reports)} operator{'s' * (len(reports) != 1)} checked, "
         f"{failed} row{'s' * (failed != 1)} failed"
         + (f", {len(errors)} not checked" if errors else "")
-        + f" in {seconds:.1f} s"
+        + (", interrupted" if interrupted else "")
+        + f" in {seconds:.1f} s",
+        file=out,
     )
+    if interrupted:
+        return fail("interrupted: the reports hold what finished", INTERRUPTED)
     if errors:
         first = errors[0]
         return fail(f"{first[0]}: {first[1]}")
-    return 1 if failed else 0
+    if failed:
+        return FAILED
+    if not checked:
+        return fail("nothing was checked: every row was skipped", NOTHING_CHECKED)
+    return OK
 
 
 def console():
     """The ``operator-checker`` script."""
-    raise SystemExit(main())
+    raise SystemExit(main(prog=os.path.basename(sys.argv[0])))

@@ -2,26 +2,32 @@
 --------
 ``gradient_status`` runs one backward per sample and device, with
 gradients for every floating-point argument, and records which arguments
-the backward reaches. Without a backward, compiling on inputs that require
-grad fails although eager mode runs; the checker reports that as a
+the backward reaches, and whether they come only from PyTorch's deprecated
+autograd fallback (it warns). Without a backward, compiling on inputs that
+require grad fails although eager mode runs; the checker reports that as a
 limitation with its remedy rather than as a failure or a skip. ``verdict``
-turns what a check returned or raised into a row.
+turns what a check returned or raised into a row: an error of opcheck's own
+harness, or a step of the checker that cannot run on the input, is ``not
+applicable``, never the operator's failure.
 
 Running every check
 -------------------
 ``plan`` lists the checks of a variant. ``check_operator`` binds each
 sample, finds the arguments a call writes (declared or not), makes the
-variants, and runs the plan of each variant that the eager kernel accepts.
-A refused variant is one row: a failure for the sample as given, a
-limitation for a layout, not applicable otherwise. Before each variant it
-resets Dynamo: every check compiles the same function, and with
-``fullgraph=True`` Dynamo's limit of eight recompilations per function
-raises instead of falling back to eager mode, which would fail later
-variants for no fault of the operator.
+variants, and runs the plan of each variant that the eager kernel accepts
+the same way twice: a kernel whose two calls on one input disagree reads
+memory it never wrote, and that is its row. A refused variant is one row: a
+failure for the sample as given, a limitation for a layout, not applicable
+otherwise. Every compilation is of a function with a code object of its own
+(``Run.caller``): with ``fullgraph=True`` Dynamo's limit of eight
+recompilations per code object raises instead of falling back to eager
+mode, which would fail later variants for no fault of the operator.
 """
 
+import difflib
 import re
 import time
+import warnings
 
 import torch
 
@@ -30,12 +36,17 @@ from operator_checker.checks import (
     GRADIENT_CHECKS,
     ONCE_PER_SAMPLE,
     OPCHECK_TESTS,
+    CheckerCannot,
+    Failed,
     Outcome,
     Refused,
     Run,
     check_opcheck,
+    differentiable,
+    fallback_warning,
     flat_tensors,
     incoming,
+    observed,
 )
 from operator_checker.report import (
     CHECKS,
@@ -49,6 +60,7 @@ from operator_checker.report import (
 )
 from operator_checker.samples import as_sample, is_tensor, overload_for
 from operator_checker.variants import (
+    COMPUTING,
     DTYPES,
     LAYOUTS,
     Variant,
@@ -57,6 +69,8 @@ from operator_checker.variants import (
     dtype_name,
     empty_sizes,
     first_row_everywhere,
+    identical,
+    index_arguments,
     refusal,
     resized,
 )
@@ -78,42 +92,80 @@ def gradient_status(run, variant, report, steps):
     tensors, names = sample.named_tensors()
     inputs = [(t, n) for t, n in zip(tensors, names, strict=True) if t.requires_grad]
     if not inputs:
-        return Outcome("not applicable", "no floating-point argument to differentiate")
+        return Outcome("not applicable", no_gradient_reason(variant, names))
     said = refusal(run, sample)
     if said is not None:
         return Outcome("limitation", f"refuses inputs that require grad: {said}")
-    with quiet():
-        outputs = [t for t in flat_tensors(run.call(sample)) if t.requires_grad]
-    if not outputs:
-        return Outcome("not applicable", "no output requires grad")
-    try:
-        with quiet():
+    with quiet(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outputs = [t for t in flat_tensors(run.call(sample)) if differentiable(t)]
+        if not outputs:
+            return Outcome("not applicable", "no output requires grad")
+        try:
             grads = torch.autograd.grad(
                 outputs, [t for t, _ in inputs], incoming(outputs), allow_unused=True
             )
-    except Exception as error:
-        detail = cause(error)
-        if NO_BACKWARD.search(detail):
-            return Outcome("limitation", f"no backward: {detail}")
-        return Outcome("failed", f"the backward raises: {detail}")
+        except Exception as error:
+            detail = cause(error)
+            if NO_BACKWARD.search(detail):
+                return Outcome("limitation", f"no backward: {detail}")
+            return Outcome("failed", f"the backward raises: {detail}")
+    run.fallback = fallback_warning(caught)
     for (_, name), g in zip(inputs, grads, strict=True):
         if g is None:
             said = (
                 f"{name} gets no gradient: the backward returns None for it, so "
                 "training it silently learns nothing"
             )
+            if run.fallback:
+                said = (
+                    f"{name} gets no gradient: the operator registered no "
+                    "backward, and PyTorch's deprecated autograd fallback gives "
+                    f"None and warns ({run.fallback}), so training it silently "
+                    "learns nothing"
+                )
             where, see = f"#{variant.index} {variant.device}", see_for("gradients", "")
-            if steps.wanted("gradients", where):
-                report.add(Row("gradients", where, "limitation", said, see))
+            step = ("no gradient", variant.index, variant.device, name)
+            if steps.wanted("gradients", step, where):
+                report.add(Row("gradients", where, "limitation", said, see, rank=2))
     reached = {n for (t, n), g in zip(inputs, grads, strict=True) if g is not None}
-    return reached or Outcome("limitation", "no argument gets a gradient")
+    return reached or Outcome("limitation", NO_GRADIENT)
+
+
+NO_GRADIENT = "no argument gets a gradient"
+
+
+def no_gradient_reason(variant, names):
+    """Why no argument of ``variant`` is differentiated, naming the floats
+    the checker leaves alone."""
+    left = [n for n in dict.fromkeys(names) if n not in variant.differentiable]
+    written = [n for n in left if n in variant.written]
+    if written:
+        return (
+            f"{', '.join(written)} {'is' if len(written) == 1 else 'are'} written "
+            "by the call (see test_schema for a write mutates_args does not "
+            "declare), so not differentiated"
+        )
+    if left:
+        return f"{', '.join(left)}: declared nondifferentiable or indices"
+    return "no floating-point argument to differentiate"
 
 
 def verdict(run, variant, check, result, limitations):
+    if isinstance(result, Failed):  # the check says what failed, in full
+        see = see_for(check, str(result))
+        return Row(check, variant.name, "failed", str(result), see, rank(variant))
     if result is None or isinstance(result, str):
-        return Row(check, variant.name, "passed", result or "")
+        if variant.given:
+            run.passed_as_given.add((variant.index, check))
+        return Row(check, variant.name, "passed", result or "", rank=rank(variant))
     if isinstance(result, Outcome):
         outcome, detail = result.outcome, result.detail
+    elif isinstance(result, CheckerCannot) or isinstance(
+        deepest(result), CheckerCannot
+    ):
+        outcome = "not applicable"
+        detail = f"the checker cannot run this check here: {cause(result)}"
     else:
         detail = cause(result)
         outcome = "failed"
@@ -128,10 +180,104 @@ def verdict(run, variant, check, result, limitations):
             variant.grad and isinstance(status, Outcome) and NO_BACKWARD.search(detail)
         ):
             outcome, detail = "limitation", NO_BACKWARD_REMEDY
+        elif check in OPCHECK_TESTS and harness_error(run, result):
+            outcome = "not applicable"
+            detail = f"opcheck's own harness fails here, outside the operator: {detail}"
+        elif check == "test_autograd_registration" and run.fallback:
+            detail = (
+                f"{detail} Eager gradients come only from PyTorch's deprecated "
+                f"autograd fallback, which warns: {run.fallback}"
+            )
     if check in limitations and outcome in ("failed", "limitation"):
         outcome, detail = "limitation", f"declared: {limitations[check]} ({detail})"
     see = see_for(check, detail) if outcome in ("failed", "limitation") else ""
-    return Row(check, variant.name, outcome, detail, see)
+    if outcome == "failed" and variant.grad and run.fallback and "gradient" in detail:
+        detail += (
+            "; eager gradients come only from PyTorch's deprecated autograd "
+            "fallback, which compiled and exported code do not have"
+        )
+        see = see_for("gradients", detail)
+    elif (
+        outcome == "failed"
+        and rank(variant) == 1
+        and check != "layout"
+        and (variant.index, check) in run.passed_as_given
+        and GENERAL in see
+    ):
+        # Nothing in the error names a cause, and the same check passed on
+        # the sample as given: the layout is what changed.
+        detail += f" (it passes on the sample as given: {variant.layout} fails)"
+        see = see_for("layout", detail)
+    if variant.given and outcome == "passed":
+        run.passed_as_given.add((variant.index, check))
+    return Row(check, variant.name, outcome, detail, see, rank=rank(variant))
+
+
+# The section a failure is sent to when nothing in it names a cause.
+GENERAL = "Which check catches which mistake"
+
+
+def rank(variant):
+    """How telling a failure on ``variant`` is, from the most: the sample as
+    given, its other layouts, gradients, other dtypes, expanded, empty."""
+    if variant.given:
+        return 0
+    if variant.layout in ("permuted", "strided", "offset"):
+        return 1
+    if variant.layout == "contiguous" and (variant.grad or variant.dtype is None):
+        return 2
+    return {"contiguous": 3, "expanded": 4, "empty": 5}.get(variant.layout, 6)
+
+
+# opcheck's own code: its tests, and the mode its test_schema runs under.
+HARNESS = ("torch/testing/_internal/optests/", "torch/_subclasses/schema_check_mode.py")
+# What only passes a call through: the frame that raised is further in.
+PLUMBING = (
+    "torch/autograd/",
+    "torch/_tensor.py",
+    "torch/overrides.py",
+    "torch/utils/_pytree.py",
+    "torch/utils/_python_dispatch.py",
+    "torch/_compile.py",
+    "torch/_dynamo/eval_frame.py",
+    "torch/_ops.py",
+    "torch/testing/_comparison.py",
+)
+
+
+def harness_error(run, error):
+    """Whether opcheck's error came from its harness, not from the operator:
+    the innermost frame that does more than pass the call through is
+    opcheck's own code (a comparison or a sum it has no float8 kernel for,
+    a gradient it asks of an output that has none), not a call of this
+    operator nor its kernel."""
+    inner = deepest(error)
+    if isinstance(inner, AssertionError):
+        return False  # opcheck's own verdicts are assertions
+    frames = []
+    traceback = inner.__traceback__
+    while traceback is not None:
+        frames.append(traceback.tb_frame)
+        traceback = traceback.tb_next
+    for frame in reversed(frames):
+        path = frame.f_code.co_filename.replace("\\", "/")
+        if calls_operator(frame, run.op):
+            return False  # the kernel raised
+        if any(part in path for part in HARNESS):
+            return True
+        if not any(part in path for part in PLUMBING):
+            return False  # the operator's code, or a subsystem it runs under
+    return False
+
+
+def calls_operator(frame, op):
+    """Whether ``frame`` is a call of ``op`` (its OpOverload or its packet)."""
+    owner = frame.f_locals.get("self")
+    if isinstance(owner, torch._ops.OpOverload):
+        return owner._schema.name == op._schema.name
+    if isinstance(owner, torch._ops.OpOverloadPacket):
+        return owner._qualified_op_name == op._schema.name
+    return False
 
 
 def plan(variant, gradient_variant):
@@ -156,61 +302,69 @@ def plan(variant, gradient_variant):
     return checks
 
 
-def variants_of(run, index, sample, devices, dtypes, written, nondifferentiable, steps):
+def variants_of(
+    run, index, sample, devices, dtypes, written, nondifferentiable, steps, indices
+):
     """The variants of one sample, and rows for those that cannot be made."""
     tensors, names = sample.named_tensors()
     floats = [t.dtype for t in tensors if t.is_floating_point()]
-    own = floats[0] if floats else None
-    reference = own if own in dtypes or not floats else dtypes[0]
+    own = floats[0] if floats else None  # the sample is checked as given
     differentiable = frozenset(
-        n for n in names if n not in written and n not in nondifferentiable
+        n
+        for n in names
+        if n not in written and n not in nondifferentiable and n not in indices
     )
     own_type = tensors[0].device.type if tensors else "cpu"
     types = [torch.device(device).type for device in devices]
     home_device = devices[types.index(own_type)] if own_type in types else devices[0]
-    home = ("contiguous", reference, home_device, False)  # the sample as given
+    home = ("contiguous", own, home_device, False)  # the sample as given
     made, rows = [], []
 
     def add(layout, dtype, device, grad, base, label=None):
         kind = " ".join([label or layout, dtype_name(dtype)] + ["grad"] * grad)
         given = (layout, dtype, device, grad) == home
         fields = (base, layout, dtype, device, grad, differentiable, written, given)
-        made.append(Variant(f"#{index} {kind} {device}", index, *fields))
+        made.append(Variant(f"#{index} {kind} {device}", index, *fields, indices))
 
     for device in devices:
-        base = convert(sample, device, reference)
-        add("contiguous", reference, device, False, base)
+        base = convert(sample, device, own)
+        add("contiguous", own, device, False, base)
         for layout in LAYOUTS:
-            values = base
+            values, kept = base, written
             if layout == "expanded":
-                values = base.map(lambda v, n: first_row_everywhere(v, n in written))
+                kept = written | indices
+                values = base.map(lambda v, n, k=kept: first_row_everywhere(v, n in k))
             laid_out = zip(*values.named_tensors(), strict=True)
-            if any(changes(t, layout) for t, n in laid_out if n not in written):
-                add(layout, reference, device, False, values)
+            if any(changes(t, layout) for t, n in laid_out if n not in kept):
+                add(layout, own, device, False, values)
         where = f"#{index} empty {device}"
         sizes = steps.guarded(
             "eager",
-            where,
-            lambda base=base: empty_sizes(run, base),
+            ("empty", index, device),
+            lambda base=base: empty_sizes(run, base, indices),
         )
         if isinstance(sizes, dict):
             emptied = resized(base, sizes)
             label = "empty(" + ",".join(sorted({names[i] for i, _ in sizes})) + ")"
-            add("empty", reference, device, False, emptied, label)
+            add("empty", own, device, False, emptied, label)
         elif not isinstance(sizes, Crashed):  # a crash is a failed row already
             why = f"no empty variant: {sizes}"
-            rows.append(Row("eager", f"#{index} empty {device}", "not applicable", why))
+            rows.append(Row("eager", where, "not applicable", why, rank=5))
         if floats:
-            for dtype in (d for d in dtypes if d != reference):
+            for dtype in (d for d in dtypes if d != own):
                 add("contiguous", dtype, device, False, convert(sample, device, dtype))
-            add("contiguous", reference, device, True, base)
-            if reference != torch.float64:
+            # Gradients in float64, where finite differences are precise; then
+            # in the sample's own precision (float8 has no gradients), where
+            # float32 stands in for a kernel that refuses float64.
+            if own != torch.float64:
                 grad64 = convert(sample, device, torch.float64)
                 add("contiguous", torch.float64, device, True, grad64)
-            if any(changes(t, "permuted") for t in base.tensors()):
-                add("permuted", reference, device, True, base)
-            if isinstance(sizes, dict):
-                add("empty", reference, device, True, emptied, label)
+            if own in COMPUTING:
+                add("contiguous", own, device, True, base)
+            if own in COMPUTING and any(changes(t, "permuted") for t in base.tensors()):
+                add("permuted", own, device, True, base)
+            if own in COMPUTING and isinstance(sizes, dict):
+                add("empty", own, device, True, emptied, label)
     return made, rows
 
 
@@ -222,39 +376,102 @@ def written_by_call(run, sample, declared):
     if refusal(run, copies) is None:
         before, names = sample.named_tensors()
         for after, old, name in zip(copies.tensors(), before, names, strict=True):
-            if not torch.equal(after.nan_to_num(), old.detach().nan_to_num()):
+            if not identical(after, old):
                 written.add(name)
     return frozenset(written)
 
 
 def eager_row(run, variant):
-    """A row if the eager kernel refuses the variant, else None."""
-    said = refusal(run, variant.args())
-    if said is None:
+    """A row if the eager kernel refuses the variant, or reads memory it
+    never wrote on it (two calls on the same input disagree); else None."""
+    try:
+        with quiet():
+            first = observed(run.call(variant.args()), variant.args())
+    except Exception as error:
+        said = cause(error)
+        if variant.given:
+            detail = f"refuses its own sample: {said}"
+            return Row("eager", variant.name, "failed", detail, rank=0)
+        if variant.layout in LAYOUTS:
+            detail = f"refuses {variant.layout} inputs: {said}"
+            see = see_for("eager", said)
+            return Row("eager", variant.name, "limitation", detail, see, rank(variant))
+        detail = f"the kernel refuses it: {said}"
+        return Row("eager", variant.name, "not applicable", detail, rank=rank(variant))
+    differs = unwritten_memory(run, variant, first)
+    if differs is None:
         return None
-    if variant.given:
-        return Row("eager", variant.name, "failed", f"refuses its own sample: {said}")
-    if variant.layout in LAYOUTS:
-        detail = f"refuses {variant.layout} inputs: {said}"
-        return Row("eager", variant.name, "limitation", detail, see_for("eager", said))
-    return Row(
-        "eager", variant.name, "not applicable", f"the kernel refuses it: {said}"
+    detail = (
+        f"reads memory it never wrote: two calls on the same input give "
+        f"different {differs}"
     )
+    if not variant.given and variant.layout in ("empty", "expanded"):
+        detail += f" (on an input the checker derived: declare skip={variant.layout!r}"
+        detail += " if the operator's contract forbids it)"
+    # On another layout the kernel mishandles strides; on the sample as given
+    # it is wrong whatever the layout, and no section of the course teaches
+    # that fix.
+    see = see_for("eager", detail) if variant.layout in LAYOUTS else ""
+    return Row("eager", variant.name, "failed", detail, see, rank(variant))
 
 
-def declarations(overload, nondifferentiable, skip, limitations, devices):
-    """Check the declared names; a misspelt one is an error, not a silent no-op."""
-    arguments = {a.name for a in overload._schema.arguments}
-    kinds = {*CHECKS, *LAYOUTS, "empty", *map(dtype_name, DTYPES), *devices}
-    for name in nondifferentiable:
-        if name not in arguments:
-            raise ValueError(f"nondifferentiable: {overload} has no argument {name!r}")
+def unwritten_memory(run, variant, first):
+    """What differs between ``first`` and a second call on ``variant``, made
+    after freeing memory filled with a pattern; None when nothing does, or
+    when the operator gives different results on its own sample anyway (a
+    random or nondeterministic kernel)."""
+    if run.nondet_tol or run.deterministic.get(variant.index) is False:
+        return None
+    poison = [torch.full_like(t, 77) for t in first.values() if t.numel()]
+    del poison
+    sample = variant.args()
+    with quiet():
+        second = observed(run.call(sample), sample)
+    differs = [label for label in first if not identical(first[label], second[label])]
+    if variant.given:
+        run.deterministic[variant.index] = not differs
+        return None
+    return ", ".join(differs) if differs else None
+
+
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "hpu", "mtia", "meta", "privateuseone")
+
+
+def declarations(overload, nondifferentiable, skip, limitations, devices, indices):
+    """Check the declared names; a misspelt one is an error, not a silent no-op.
+    A device may be named where it is absent (CPU-only CI, say)."""
+    arguments = [a.name for a in overload._schema.arguments]
+    kinds = {*CHECKS, *LAYOUTS, "empty", *map(dtype_name, DTYPES)}
+    kinds |= {*DEVICE_TYPES, *(str(d) for d in devices)}
+    for option, names in (("nondifferentiable", nondifferentiable),
+                          ("indices", indices or ())):  # fmt: skip
+        for name in names:
+            if name not in arguments:
+                raise ValueError(
+                    f"{option}: {overload} has no argument {name!r}"
+                    + suggestion(name, arguments)
+                    + f"; its arguments: {', '.join(arguments)}"
+                )
     for name in skip:
         if name not in kinds:
-            raise ValueError(f"skip: {name!r} is none of {sorted(kinds)}")
+            raise ValueError(
+                f"skip: {name!r} is not a check, a layout, a dtype or a device"
+                + suggestion(name, kinds)
+            )
     for name in limitations:
         if name not in CHECKS:
-            raise ValueError(f"limitations: {name!r} is not a check: {CHECKS}")
+            raise ValueError(
+                f"limitations: {name!r} is not a check" + suggestion(name, CHECKS)
+            )
+
+
+def suggestion(name, known):
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    aliases = {"bf16": "bfloat16", "fp16": "float16", "half": "float16",
+               "fp32": "float32", "float": "float32", "fp64": "float64",
+               "double": "float64"}  # fmt: skip
+    guess = aliases.get(name) or (close[0] if close else None)
+    return f" (did you mean {guess!r}?)" if guess in known else ""
 
 
 class Crashed:
@@ -265,33 +482,52 @@ class Crashed:
 class Steps:
     """Where an isolated run stands (see ``operator_checker.isolation``).
 
-    In one process every step runs. In the child of an isolated run, each step
-    is announced before it starts, so that the parent knows which check and
+    A step is a check, or one of the eager calls that make the variants, at a
+    place: ``(check, where)``, ``where`` a tuple (``Variant.key``, or
+    ``("as given", sample index)``...) and its label what a row shows. In one
+    process every step runs. In the child of an isolated run, each step is
+    announced before it starts, so that the parent knows which check and
     variant a crash interrupted; a step that an earlier child finished, or
     that crashed one, is not run again.
     """
 
     def __init__(self, done=(), crashed=(), announce=None):
-        self.done = {tuple(key) for key in done}
-        self.crashed = {tuple(key) for key in crashed}
+        self.done = {step_key(*key) for key in done}
+        self.crashed = {step_key(*key) for key in crashed}
         self.announce = announce
 
-    def wanted(self, check, variant):
+    def wanted(self, check, where, label=None):
         """Whether to run the step; announces it if so."""
-        key = (check, variant)
+        key = step_key(check, where)
         if key in self.done or key in self.crashed:
             return False
         if self.announce is not None:
-            self.announce(check, variant)
+            self.announce(check, key[1], label or label_of(where))
         return True
 
-    def guarded(self, check, variant, step):
+    def guarded(self, check, where, step, label=None):
         """``step()``, or ``Crashed()`` where it crashed an earlier child."""
-        if (check, variant) in self.crashed:
+        key = step_key(check, where)
+        if key in self.crashed:
             return Crashed()
         if self.announce is not None:
-            self.announce(check, variant)
+            self.announce(check, key[1], label or label_of(where))
         return step()
+
+
+def step_key(check, where):
+    """A step as a hashable key; ``where`` may come back from JSON as a list."""
+    return check, tuple(where) if isinstance(where, (list, tuple)) else (where,)
+
+
+def label_of(where):
+    """How a row names a place that is not a variant."""
+    if not isinstance(where, (list, tuple)):
+        return str(where)
+    kind, *rest = where
+    if kind == "declared":
+        return "declared"
+    return " ".join([f"#{rest[0]}", kind, *map(str, rest[1:])])
 
 
 def check_operator(
@@ -303,6 +539,7 @@ def check_operator(
     exact=True,
     nondet_tol=0.0,
     nondifferentiable=(),
+    indices=None,
     skip=None,
     limitations=None,
     only=None,
@@ -318,17 +555,21 @@ def check_operator(
     or a target as the command names it (``"ns::name"``,
     ``"package.module:attribute"``). ``samples`` are tuples of arguments, or
     ``Sample(*args, **kwargs)``: one small sample of row-major tensors is
-    enough, the checker derives the rest.
+    enough, the checker derives the rest. Each sample is checked as given, in
+    its own dtypes (float8, integers and complex included).
 
     **Variants.** From each sample the checker makes the inputs a caller may
-    really pass: the sample row-major (``contiguous``), in column-major order
-    (``permuted``), as every other element of a wider buffer (``strided``),
-    with every row the first one (``expanded``, stride 0), one element into
-    its storage (``offset``), and with a size of zero (``empty``); in each
-    dtype of ``dtypes``; with gradients, in its own precision and in float64;
-    on every device. A size changes only where the eager kernel accepts the
-    change, so sizes that move together (four box coordinates, say) stay
-    consistent.
+    really pass: in column-major order (``permuted``), as every other element
+    of a wider buffer (``strided``), one element into its storage
+    (``offset``), with every row the first one (``expanded``, stride 0), and
+    with a size of zero (``empty``); in each other dtype of ``dtypes``, where
+    the kernel accepts it; with gradients, in its own precision and in
+    float64; on every device. The first three keep every value. Arguments
+    that hold indices (every integer or bool tensor, unless ``indices``
+    names them) keep their values everywhere, and while a sample holds one
+    no size changes: the checker cannot tell which sizes they describe.
+    Otherwise a size changes only where the eager kernel accepts the change,
+    so sizes that move together (four box coordinates, say) stay consistent.
 
     **Checks**, each on the variants where it can say something:
 
@@ -345,26 +586,32 @@ def check_operator(
       with Inductor gives the eager results bit for bit, and the gradients
       within tolerance;
     * ``export + load``, ``export decomposed``: ``torch.export``, saved and
-      loaded, or after ``run_decompositions()``, gives the eager results;
+      loaded, or after ``run_decompositions()``, records the sizes, strides
+      and dtypes the kernel returns, and gives the eager results;
     * ``recompiles``: one dynamic compilation serves larger sizes.
+
+    Two eager calls on each variant must agree: a kernel that reads memory it
+    never wrote fails ``eager`` there.
 
     **Options.** ``exact=False`` compares compiled, exported and batched
     results with ``assert_close``'s tolerances instead of bit for bit;
     ``nondet_tol`` is the run-to-run difference a nondeterministic kernel may
-    show. ``nondifferentiable``, ``skip`` and ``limitations`` map argument
-    names, checks or variant kinds (a layout, a dtype, a device) to a reason,
-    and the report shows each. ``only`` runs the named checks alone;
-    ``quick`` runs the fast ones (``QUICK_CHECKS``) on the samples as given.
-    Every check left out is a ``skipped`` row that says why.
+    show. ``nondifferentiable``, ``indices``, ``skip`` and ``limitations``
+    map argument names, checks or variant kinds (a layout, a dtype, a device)
+    to a reason, and the report shows each. ``only`` runs the named checks
+    alone; ``quick`` runs the fast ones (``QUICK_CHECKS``) on the samples as
+    given. Every check left out is a ``skipped`` row that says why.
 
     **Isolation.** ``isolate=True`` runs the operator in a child process: a
     crash or a hang of its code is a failed row naming the signal and the
     variant, and the other checks go on in a fresh child. The child finds the
     operator by name: ``imports`` lists the modules, ``.py`` files or ``.so``
     libraries that register it (the libraries this process loaded with
-    ``torch.ops.load_library`` are added), and ``timeout`` is the seconds one
-    step may take. The child stays for the next isolated call with the same
-    ``imports``, while their files are unchanged.
+    ``torch.ops.load_library`` are added), and ``timeout`` is the seconds the
+    child may stay silent, importing included. The child stays for the next
+    isolated call with the same ``imports``, while their files are unchanged.
+    With ``isolate=False`` the checks compile in this process, each a
+    function of its own: nothing this process compiled before is discarded.
     """
     skip, limitations = dict(skip or {}), dict(limitations or {})
     skip.update(left_out(only, quick, skip))
@@ -374,6 +621,7 @@ def check_operator(
         exact=exact,
         nondet_tol=nondet_tol,
         nondifferentiable=nondifferentiable,
+        indices=indices,
         skip=skip,
         limitations=limitations,
         quick=quick,
@@ -400,6 +648,7 @@ def run_checks(
     exact=True,
     nondet_tol=0.0,
     nondifferentiable=(),
+    indices=None,
     skip=None,
     limitations=None,
     quick=False,
@@ -415,19 +664,28 @@ def run_checks(
         raise ValueError("check_operator needs at least one sample")
     if not isinstance(nondifferentiable, dict):
         nondifferentiable = dict.fromkeys(nondifferentiable, "declared")
+    if indices is not None and not isinstance(indices, dict):
+        indices = dict.fromkeys(indices, "declared")
     skip_grad = set(nondifferentiable)
     skip, limitations = dict(skip or {}), dict(limitations or {})
     overloads = [overload_for(op, sample) for sample in samples]
-    declarations(overloads[0], nondifferentiable, skip, limitations, devices)
+    declarations(overloads[0], nondifferentiable, skip, limitations, devices, indices)
     report = report or Report(operator_name(overloads[0]))
     report.operator = operator_name(overloads[0])
     for argument, reason in nondifferentiable.items():
-        if steps.wanted("gradients", "declared"):
+        if steps.wanted("gradients", ("declared", "nondifferentiable", argument)):
             said = f"{argument} is not differentiable: {reason}"
             report.add(Row("gradients", "declared", "limitation", said))
+    for argument, reason in (indices or {}).items():
+        if steps.wanted("eager", ("declared", "indices", argument)):
+            said = f"{argument} holds indices: {reason}"
+            report.add(Row("eager", "declared", "skipped", said))
+    present = {torch.device(d).type for d in devices} | {str(d) for d in devices}
     for what, reason in skip.items():
         check = what if what in CHECKS else "eager"
-        if steps.wanted(check, "declared"):
+        if what in DEVICE_TYPES and what not in present:
+            reason = f"{reason} (and {what} is not present here)"
+        if steps.wanted(check, ("declared", "skip", what)):
             report.add(Row(check, "declared", "skipped", f"{what}: {reason}"))
     for index, (sample, overload) in enumerate(zip(samples, overloads, strict=True)):
         run = Run(overload, exact, nondet_tol)
@@ -436,26 +694,43 @@ def run_checks(
         start = time.perf_counter()
         written = steps.guarded(
             "eager",
-            f"#{index} as given",
-            lambda: written_by_call(run, sample, declared),  # noqa: B023
+            ("as given", index),
+            lambda: scan_writes(run, sample, declared, report, index),  # noqa: B023
         )
         if isinstance(written, Crashed):
             written = frozenset(declared)
+        holds = index_arguments(sample, indices)
         found, rows = variants_of(
-            run, index, sample, devices, dtypes, written, skip_grad, steps
+            run, index, sample, devices, dtypes, written, skip_grad, steps, holds
         )
         if quick:
             found = [variant for variant in found if variant.given]
         for row in rows:
-            if steps.wanted(row.check, row.variant):
+            if steps.wanted(row.check, ("empty row", index, row.variant), row.variant):
                 report.add(row)
         report.variants += len(found)
         report.spent("setup", start)
         for variant in found:
             if {variant.layout, dtype_name(variant.dtype), variant.device} & set(skip):
                 continue
+            if torch.device(variant.device).type in skip:
+                continue
             run_variant(run, variant, report, skip, limitations, steps)
     return report
+
+
+def scan_writes(run, sample, declared, report, index):
+    """``written_by_call``; when the checker cannot scan (a dtype it cannot
+    compare), a row says so and only the declared writes count."""
+    try:
+        return written_by_call(run, sample, declared)
+    except Exception as error:
+        said = (
+            f"the checker could not scan the sample for undeclared writes: "
+            f"{cause(error)}; test_schema still compares the arguments"
+        )
+        report.add(Row("eager", f"#{index} as given", "not applicable", said, rank=0))
+        return frozenset(declared)
 
 
 def operator_name(overload):
@@ -467,13 +742,19 @@ def operator_name(overload):
 
 
 def run_variant(run, variant, report, skip, limitations, steps):
-    contiguous64 = (variant.layout, variant.dtype) == ("contiguous", torch.float64)
-    checks = [c for c in plan(variant, variant.grad and contiguous64) if c not in skip]
-    start = time.perf_counter()
-    refused = steps.guarded("eager", variant.name, lambda: eager_row(run, variant))
     key = (variant.index, variant.device)
-    if refused is None and key not in run.gradients and variant.dtype is not None:
-        where = f"#{variant.index} {variant.device}"
+    contiguous = variant.grad and variant.layout == "contiguous"
+    gradients_here = contiguous and (
+        variant.dtype == torch.float64
+        or (variant.dtype == torch.float32 and not run.float64_gradients.get(key))
+    )
+    checks = [c for c in plan(variant, gradients_here) if c not in skip]
+    start = time.perf_counter()
+    refused = steps.guarded(
+        "eager", variant.key, lambda: eager_row(run, variant), variant.name
+    )
+    if refused is None and variant.grad and key not in run.gradients:
+        where = ("gradients", variant.index, variant.device)
         status = steps.guarded(
             "gradients", where, lambda: gradient_status(run, variant, report, steps)
         )
@@ -481,20 +762,35 @@ def run_variant(run, variant, report, skip, limitations, steps):
             status = Outcome("not applicable", "the backward crashed the process")
         run.gradients[key] = status
     report.spent("setup", start)
+    if gradients_here and variant.dtype == torch.float64:
+        # Judged in float64, the float32 variant need not stand in, unless
+        # the kernel refuses float64 (or its outputs stay in less: see
+        # checks.differences).
+        run.float64_gradients.setdefault(key, refused is None)
     if refused is not None:
         if isinstance(refused, Crashed):
             why = "the operator crashed the process on this variant"
         else:
-            if steps.wanted(refused.check, refused.variant):
+            if steps.wanted(refused.check, variant.key, variant.name):
                 report.add(refused)
+            if refused.outcome == "failed" and "never wrote" in refused.detail:
+                why = "the kernel reads memory it never wrote on this variant"
+                for check in checks:
+                    if steps.wanted(check, variant.key, variant.name):
+                        report.add(
+                            Row(check, variant.name, "not applicable", why,
+                                rank=rank(variant))
+                        )  # fmt: skip
+                return
             why = f"the variant it runs on is refused: {refused.detail}"
         for check in (c for c in checks if c in ONCE_PER_SAMPLE):
-            if steps.wanted(check, variant.name):
-                report.add(Row(check, variant.name, "not applicable", why))
+            if steps.wanted(check, variant.key, variant.name):
+                report.add(
+                    Row(check, variant.name, "not applicable", why, rank=rank(variant))
+                )
         return
-    torch.compiler.reset()
     for check in checks:
-        if not steps.wanted(check, variant.name):
+        if not steps.wanted(check, variant.key, variant.name):
             continue
         start = time.perf_counter()
         status = run.backward_reaches(variant)
@@ -507,6 +803,8 @@ def run_variant(run, variant, report, skip, limitations, steps):
             timed = "opcheck"
         elif check in GRADIENT_CHECKS and not isinstance(status, set):
             result = status or Outcome("not applicable", "no floating-point argument")
+            if result.detail == NO_GRADIENT:  # said once, by the gradients rows
+                result = Outcome("not applicable", f"{NO_GRADIENT} (see gradients)")
             timed = check
         else:
             try:
@@ -515,5 +813,6 @@ def run_variant(run, variant, report, skip, limitations, steps):
             except Exception as error:
                 result = error
             timed = check
-        report.add(verdict(run, variant, check, result, limitations))
+        row = verdict(run, variant, check, result, limitations)
+        report.add(row)
         report.spent(timed, start)

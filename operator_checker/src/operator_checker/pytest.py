@@ -31,7 +31,8 @@ the ``.py`` and ``.so`` files of ``imports``), a list of samples, or a
 function returning either. The other keyword arguments are
 ``check_operator``'s. An isolated run's child process imports from the
 folders on the session's ``sys.path`` too, so an operator defined in a test
-file or beside it is found there.
+file or beside it is found there; the tests of every operator with the same
+``imports`` share one child for the session.
 
 This module is a pytest plugin (the package registers it), so it imports no
 torch when it is loaded: pytest loads it in every run of an environment that
@@ -39,15 +40,13 @@ has the package. Without the package installed, add
 ``pytest_plugins = ["operator_checker.pytest"]`` to a ``conftest.py``.
 """
 
-import contextlib
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from operator_checker.report import CHECKS
+from operator_checker.report import CHECKS, check_only
 
 LIMITATION = "operator_checker limitation"  # the name of a recorded property
 OPTIONS = (
@@ -103,7 +102,9 @@ class OperatorTests:
         if isinstance(samples, (str, os.PathLike)):
             samples = self.loaded(find(samples, test_file, rootdir))
         elif isinstance(samples, dict):
-            samples = self.chosen(samples, "the samples")
+            from operator_checker.samples import as_samples
+
+            samples = self.chosen(as_samples(samples), "the samples")
         options = {"isolate": True, **self.options}
         options["imports"] = [
             str(find(what, test_file, rootdir, "imports"))
@@ -111,8 +112,7 @@ class OperatorTests:
             else what
             for what in map(str, options.get("imports", ()))
         ]
-        with child_sees(sys.path):
-            return check_operator(self.op, samples, **options)
+        return check_operator(self.op, samples, **options)
 
     def loaded(self, path):
         from operator_checker.samples import load_samples
@@ -120,9 +120,8 @@ class OperatorTests:
         return self.chosen(load_samples(path), str(path))
 
     def chosen(self, found, where):
-        """This operator's samples in ``{operator: [samples]}``."""
-        if len(found) == 1:
-            return next(iter(found.values()))
+        """This operator's samples in ``{operator: [samples]}``: its own entry,
+        or a lone entry that names no operator; never another's."""
         wanted = {self.name}
         if isinstance(self.op, str):
             match = OPERATOR_NAME.match(self.op)
@@ -135,6 +134,8 @@ class OperatorTests:
         for key in found:
             if key in wanted:
                 return found[key]
+        if list(found) in ([""], ["sample"]):
+            return next(iter(found.values()))
         raise NotChecked(
             f"{where} holds no samples for {self.name}; it holds {', '.join(found)}"
         )
@@ -168,30 +169,6 @@ def find(samples, test_file, rootdir, what="samples"):
         if candidate.is_file():
             return candidate
     raise NotChecked(f"{what}={str(samples)!r}: no such file")
-
-
-@contextlib.contextmanager
-def child_sees(path):
-    """An isolated run's child process imports from ``path`` too: the folders
-    pytest put on ``sys.path`` (a test file's own, the rootdir) hold the
-    modules that define the operators."""
-    before = os.environ.get("PYTHONPATH")
-    folders = [p for p in path if p and os.path.isdir(p)]
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*folders, before]))
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = before
-
-
-def check_only(only):
-    """A misspelt name in ``only`` is an error when the tests are defined."""
-    unknown = [name for name in only or () if name not in CHECKS]
-    if unknown:
-        raise ValueError(f"only: {unknown[0]!r} is not a check: {CHECKS}")
 
 
 def operator_tests(op, samples, **options):

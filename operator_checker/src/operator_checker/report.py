@@ -46,20 +46,36 @@ CHECKS = (
 QUICK_CHECKS = (*CHECKS[1:5], "vmap")
 
 
+# "eager" and "gradients" are not checks one runs but what the calls that make
+# the variants find: never chosen, never left out.
+RUNNABLE = tuple(c for c in CHECKS if c not in ("eager", "gradients"))
+
+
+def check_only(only):
+    """``ValueError`` for a name in ``only`` that is not a check one can run."""
+    for name in only or ():
+        if name not in RUNNABLE:
+            why = (
+                "is not a check one runs alone (it holds what the calls that make "
+                "the variants found)"
+                if name in CHECKS
+                else "is not a check"
+            )
+            raise ValueError(f"only: {name!r} {why}; the checks: {', '.join(RUNNABLE)}")
+
+
 def left_out(only, quick, skip):
-    """The checks that ``only`` and ``quick`` leave out, with the reason."""
-    if only is not None:
-        unknown = [name for name in only if name not in CHECKS]
-        if unknown:
-            raise ValueError(f"only: {unknown[0]!r} is not a check: {CHECKS}")
-    chosen = set(CHECKS if only is None else only) & set(CHECKS[1:])
-    if quick:
-        chosen &= set(QUICK_CHECKS)
-    why = "left out by only=" if not quick else "quick: not one of the fast checks"
-    # "eager" and "gradients" are not checks one runs but what the calls that
-    # make the variants found: never left out.
-    runnable = [c for c in CHECKS if c not in ("eager", "gradients")]
-    return {c: why for c in runnable if c not in chosen and c not in skip}
+    """The checks that ``only`` and ``quick`` leave out, each with its reason."""
+    check_only(only)
+    found = {}
+    for check in RUNNABLE:
+        if check in skip:
+            continue
+        if only is not None and check not in only:
+            found[check] = "left out by only="
+        elif quick and check not in QUICK_CHECKS:
+            found[check] = "quick: not one of the fast checks"
+    return found
 
 
 @dataclasses.dataclass
@@ -74,6 +90,9 @@ class Row:
     outcome: str  # one of OUTCOMES
     detail: str = ""
     see: str = ""  # the course's page and section with the fix or remedy
+    # How telling a failure on the variant is, from 0: the sample as given,
+    # its layouts, gradients, other dtypes, expanded, empty, the rest.
+    rank: int = 6
 
 
 @dataclasses.dataclass
@@ -103,6 +122,8 @@ class Report:
     # Called with each row as it is added (an isolated run's child streams
     # them to its parent, so that a crash loses none).
     listener: object = dataclasses.field(default=None, repr=False, compare=False)
+    # Ctrl-C stopped the check of this operator: the rows are what finished.
+    interrupted: bool = False
 
     def add(self, row):
         """Add ``row``, and tell the listener."""
@@ -116,11 +137,25 @@ class Report:
 
     @property
     def failed(self):
-        return [row for row in self.rows if row.outcome == "failed"]
+        """The failed rows, the most telling first: on the sample as given,
+        then its other layouts, gradients, other dtypes, expanded, empty."""
+        return sorted(
+            (row for row in self.rows if row.outcome == "failed"),
+            key=lambda row: row.rank,
+        )
 
     @property
     def limitations(self):
+        """The limitation rows (see ``limitation_causes`` for how many
+        limitations they say)."""
         return [row for row in self.rows if row.outcome == "limitation"]
+
+    @property
+    def limitation_causes(self):
+        """How many limitations the operator has: its limitation rows grouped
+        by check and cause, as the printed report lists them. The report's
+        first line, the JSON and the Markdown all count them this way."""
+        return sum(1 for group in self.groups() if group[0].outcome == "limitation")
 
     def spent(self, what, start):
         """Add the seconds since ``start`` to ``what``'s time."""
@@ -152,8 +187,17 @@ class Report:
                 found.setdefault(reason, []).append(what)
         return found
 
+    def shown_groups(self):
+        """The groups in the order the printed report lists them: failures
+        first, the most telling first (see ``failed``), then the others by
+        check."""
+        groups = self.groups()
+        failed = [g for g in groups if g[0].outcome == "failed"]
+        failed.sort(key=lambda g: (min(r.rank for r in g), CHECKS.index(g[0].check)))
+        return failed + [g for g in groups if g[0].outcome != "failed"]
+
     def __str__(self):
-        limits = len({row.detail for row in self.limitations})
+        limits = self.limitation_causes
         failed = len(self.failed)
         verdict = (
             "passed" if self.passed else f"{failed} row{'s' * (failed != 1)} failed"
@@ -164,7 +208,9 @@ class Report:
             f"{verdict}, "
             f"{limits} limitation{'s' * (limits != 1)}, {seconds:.1f} s"
         ]
-        for group in self.groups():
+        if self.interrupted:
+            lines[0] += " (interrupted: what finished)"
+        for group in self.shown_groups():
             if (group[0].variant, group[0].outcome) == ("declared", "skipped"):
                 continue  # one line per reason, below
             first, ran = group[0], [r for r in self.rows if r.check == group[0].check]
@@ -243,6 +289,9 @@ FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("", r"^no backward", PYTHON_OPS, "Adding training support for crop"),
     ("", r"^no double backward.*numpy", TROUBLE, "A backward written in NumPy"),
     ("", r"^no double backward", CPP, "A backward formula, registered from Python"),
+    ("gradgradcheck", r"modified by an inplace operation",
+     "Training and Other Registrations", "Training with register_autograd"),
+    ("forward AD", r"zero tangents", EDGES, "Forward-mode AD returns no tangent"),
     ("eager", r"", LAYOUTS_PAGE, "What the operator receives"),
     ("gradients", r"", PYTHON_OPS, "Adding training support for crop"),
     ("test_autograd", r"", PYTHON_OPS, "Adding training support for crop"),
@@ -253,7 +302,10 @@ FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("vmap", r"", "Training and Other Registrations", "Batching with register_vmap"),
     ("recompiles", r"", SHAPES, "A fake kernel that specializes"),
     ("layout", r"", LAYOUTS_PAGE, "An operator that sees the layout"),
+    ("compiled", r"^Inductor fails", None, None),  # PyTorch's bug: no section
     ("", r"u\d+ >= 2", EDGES, "create_unbacked_symint assumes at least two"),
+    ("", r"\bhas size \[|invalid gradient at index \d+ - got \[|negative dimension",
+     SHAPES, "Output sizes computed from input sizes"),
     ("compiled", r"capture_dynamic", SHAPES, "Output sizes that depend on the data"),
     ("", r"stride", TROUBLE, "Fake kernel with the wrong strides"),
     ("", r"dtype", TROUBLE, "The two detectors"),
@@ -289,9 +341,13 @@ PAGES = {
 def see_for(check, detail):
     """The page and section that teach the fix of ``detail``, as
     ``Page > Section``, followed by its address when ``SITE_URL`` is set."""
+    sizes = re.search(r"expected size (\d+)==(\d+)", detail)
+    if sizes and sizes.group(1) != sizes.group(2):  # Inductor's check: a size
+        section = "Output sizes computed from input sizes"
+        return f"{SHAPES} > {section}" + link(SHAPES, section)
     for where, pattern, page, section in FIXES:
         if check.startswith(where) and re.search(pattern, detail, re.I):
-            return f"{page} > {section}" + link(page, section)
+            return f"{page} > {section}" + link(page, section) if page else ""
     return ""
 
 
@@ -319,7 +375,7 @@ def quiet():
 
 # -- Reports a machine reads --------------------------------------------------
 
-JSON_FORMAT = "operator_checker.report/1"
+JSON_FORMAT = "operator_checker.report/2"
 
 
 def row_dict(operator, row):
@@ -345,9 +401,11 @@ def as_json(reports, errors=(), **about):
             {
                 "operator": report.operator,
                 "passed": report.passed,
+                "interrupted": report.interrupted,
                 "variants": report.variants,
-                "failed": len(report.failed),
-                "limitations": len(report.limitations),
+                "failed_rows": len(report.failed),
+                "limitations": report.limitation_causes,
+                "limitation_rows": len(report.limitations),
                 "seconds": round(sum(report.seconds.values()), 2),
             }
             for report in reports
@@ -367,8 +425,8 @@ def as_markdown(reports, errors=()):
     lines = [
         "## operator_checker",
         "",
-        "| operator | verdict | failed | limitations | not applicable | skipped "
-        "| variants |",
+        "| operator | verdict | failed rows | limitations | not applicable rows "
+        "| skipped rows | variants |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for report in reports:
@@ -376,7 +434,7 @@ def as_markdown(reports, errors=()):
         verdict = "passed" if report.passed else "**failed**"
         lines.append(
             f"| `{report.operator}` | {verdict} | {count['failed']} | "
-            f"{count['limitation']} | {count['not applicable']} | "
+            f"{report.limitation_causes} | {count['not applicable']} | "
             f"{count['skipped']} | {report.variants} |"
         )
     for target, _message in errors:

@@ -120,9 +120,51 @@ def bind(schema, sample):
     for argument in schema.arguments:
         if argument.name not in given and not argument.has_default_value():
             raise TypeError(f"argument {argument.name!r} missing for {schema}")
-        if str(argument.type) == "Tensor" and not is_tensor(given.get(argument.name)):
-            raise TypeError(f"argument {argument.name!r} must be a tensor")
+        if argument.name in given:
+            kind = getattr(argument, "real_type", argument.type)
+            wrong = misfit(kind, given[argument.name])
+            if wrong:
+                raise TypeError(
+                    f"argument {argument.name!r} of {schema.name} is {kind}, but "
+                    f"the sample gives {wrong}"
+                )
     return [a.name for a in positional[: len(sample.args)]]
+
+
+def misfit(kind, value):
+    """What is wrong with ``value`` for a schema type (``torch.Type``), in a
+    few words, or None when it fits (or when the type is one this does not
+    know: the kernel judges those)."""
+    name = type(kind).__name__
+    if name == "OptionalType":
+        return None if value is None else misfit(kind.getElementType(), value)
+    if name == "ListType":
+        if not isinstance(value, (list, tuple)):
+            return type(value).__name__
+        wrong = [misfit(kind.getElementType(), item) for item in value]
+        return next((f"a list holding {w}" for w in wrong if w), None)
+    if value is None:
+        return "None"
+    expected = {
+        "TensorType": (Tensor, Slot),
+        "FloatType": (float, int),
+        "IntType": (int,),
+        "SymIntType": (int,),
+        "BoolType": (bool,),
+        "StringType": (str,),
+        "NumberType": (int, float, complex, bool),
+        "DeviceObjType": (torch.device, str, int),
+    }.get(name)
+    expected = {
+        "ScalarType": (torch.dtype,),
+        "Layout": (torch.layout,),
+        "MemoryFormat": (torch.memory_format,),
+    }.get(str(kind), expected)
+    if name in ("IntType", "SymIntType", "FloatType") and isinstance(value, bool):
+        return "a bool"
+    if expected is None or isinstance(value, expected):
+        return None
+    return f"{type(value).__name__} {value!r}"[:60]
 
 
 def overload_for(op, sample):
@@ -144,6 +186,8 @@ def overload_for(op, sample):
             return overload
         except TypeError as reason:
             reasons.append(f"{name}: {reason}")
+    if len(reasons) == 1:  # one overload: its reason is the whole story
+        raise TypeError(reasons[0].partition(": ")[2])
     raise TypeError(f"no overload of {op} takes {sample}: {'; '.join(reasons)}")
 
 
@@ -203,11 +247,50 @@ def save_samples(path, samples):
 
 
 def load_samples(path):
-    """``{"ns::name": [Sample, ...]}`` from a file ``save_samples`` wrote."""
-    data = torch.load(path, weights_only=True)
+    """``{"ns::name": [Sample, ...]}`` from a file ``save_samples`` wrote; a
+    ``ValueError`` naming the file for any other."""
+    try:
+        data = torch.load(path, weights_only=True)
+    except FileNotFoundError:
+        raise
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(
+            f"{path} is not a samples file written by operator_checker.save_samples "
+            f"(torch.load: {first[:120]})"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path} was not written by operator_checker.save_samples")
     return {
         name: [Sample(*s["args"], **s["kwargs"]) for s in found]
         for name, found in data["samples"].items()
     }
+
+
+def as_samples(found):
+    """``{key: [Sample, ...]}`` from what a samples function returned: a dict
+    of operators (or their names) to lists of samples, or one list (key
+    ``""``: for whichever operator is checked). ``TypeError`` says what it
+    got instead."""
+    expected = "expected {operator: [samples]} or a list of tuples"
+    if isinstance(found, dict):
+        by_name = {}
+        for op, op_samples in found.items():
+            name = op if isinstance(op, str) else qualified_name(op)
+            if name is None:
+                raise TypeError(f"returned a dict keyed by {op!r}; {expected}")
+            by_name[name] = checked_list(op_samples, expected)
+        return by_name
+    return {"": checked_list(found, expected)}
+
+
+def checked_list(found, expected):
+    if not isinstance(found, (list, tuple)):
+        raise TypeError(f"returned {type(found).__name__}; {expected}")
+    for item in found:
+        if not isinstance(item, (Sample, tuple, list)):
+            raise TypeError(
+                f"returned a list holding {type(item).__name__}; {expected}"
+            )
+    return [as_sample(tuple(item) if isinstance(item, list) else item)
+            for item in found]  # fmt: skip

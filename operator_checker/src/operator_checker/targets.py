@@ -20,21 +20,22 @@ class TargetError(Exception):
     """A target or an import that cannot be used, said in one line."""
 
 
-def load(what):
+def load(what, option="--import"):
     """Import a module, run a ``.py`` file as one (once), or load a ``.so``
-    library; the module, or None for a library."""
+    library; the module, or None for a library. Errors name ``option``, the
+    option that named ``what``."""
     import torch
 
     path = Path(what)
     try:
         if path.suffix in (".so", ".dylib", ".dll"):
             if not path.is_file():
-                raise TargetError(f"--import {what}: no such library")
+                raise TargetError(f"{option} {what}: no such library")
             torch.ops.load_library(str(path.resolve()))
             return None
         if path.suffix == ".py":
             if not path.is_file():
-                raise TargetError(f"--import {what}: no such file")
+                raise TargetError(f"{option} {what}: no such file")
             name = f"operator_checker_imported_{path.stem}"
             loaded = sys.modules.get(name)
             if loaded is not None and loaded.__file__ == str(path.resolve()):
@@ -50,7 +51,7 @@ def load(what):
     except Exception as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise TargetError(
-            f"--import {what} failed: {type(error).__name__}: {first}"
+            f"{option} {what} failed: {type(error).__name__}: {first}"
         ) from error
 
 
@@ -93,7 +94,9 @@ def resolve(target, imports=()):
     try:
         packet = getattr(getattr(torch.ops, namespace), name)
     except (AttributeError, RuntimeError):
-        raise TargetError(f"no operator {namespace}::{name}{hint}") from None
+        raise TargetError(
+            f"no operator {namespace}::{name}" + (near_miss(namespace, name) or hint)
+        ) from None
     if overload is None:
         return packet
     if overload not in packet.overloads():
@@ -102,3 +105,20 @@ def resolve(target, imports=()):
             f"{', '.join(packet.overloads())}"
         )
     return getattr(packet, overload)
+
+
+def near_miss(namespace, name):
+    """`` (did you mean ns::other?)`` for a registered operator whose name is
+    close to ``name``, else ''."""
+    import difflib
+
+    import torch
+
+    prefix = f"{namespace}::"
+    names = {
+        found.removeprefix(prefix).partition(".")[0]
+        for found in torch._C._dispatch_get_all_op_names()
+        if found.startswith(prefix)
+    }
+    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
+    return f" (did you mean {prefix}{close[0]}?)" if close else ""

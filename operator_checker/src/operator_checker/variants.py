@@ -1,26 +1,42 @@
 """Variants
 --------
-From each sample the checker derives variants: the sample row-major
-(``contiguous``), in column-major order (``permuted``), as every other
-element of a wider buffer (``strided``), with every row the first one
-(``expanded``: stride 0, other values in the memory behind the view), one
-element into its storage (``offset``), and with a size of zero (``empty``);
-in each dtype of ``dtypes``; with gradients, in its own precision and in
-float64; on every device. Layouts
-are tried in the sample's precision without gradients, precisions in
-row-major order. A ``dtype`` or ``device`` argument equal to the sample's
-follows the variant (an accumulation dtype, say), and tensors of another
-dtype (integer indices) keep theirs. An argument the operator writes keeps
-its row-major layout and never requires grad.
+From each sample the checker derives variants: the sample as given
+(``contiguous``, in its own dtype, whatever it is: float8, integer and
+complex included), in column-major order (``permuted``), as every other
+element of a wider buffer (``strided``), one element into its storage
+(``offset``), with every row the first one (``expanded``: stride 0, other
+values in the memory behind the view), and with a size of zero (``empty``);
+in each other dtype of ``dtypes``; with gradients, in its own precision and
+in float64; on every device. Layouts are tried in the sample's precision
+without gradients, precisions in row-major order. A ``dtype`` or ``device``
+argument equal to the sample's follows the variant (an accumulation dtype,
+say), and tensors of another dtype keep theirs. An argument the operator
+writes keeps its row-major layout and never requires grad.
+
+Indices keep their values
+-------------------------
+``permuted``, ``strided`` and ``offset`` keep every value, so whatever
+fails on them is the operator's. ``expanded`` and ``empty`` change values
+or sizes, and an integer tensor usually describes the other arguments:
+offsets that rise and end at the number of rows, lengths that sum to it,
+indices below it, a permutation. A kernel that does not check them (most
+CPU kernels) reads out of bounds when they no longer fit. So the checker
+never changes the values of an argument that holds indices: every integer
+or bool tensor, unless ``indices=`` names the arguments that do (a float
+tensor of box indices, say, or none). ``expanded`` leaves those arguments
+as they are, and no size changes (``empty``, and the larger sizes of
+``recompiles``) while the sample holds one: the checker cannot tell which
+sizes they describe, so the row says so; give a sample of those sizes
+instead.
 
 Sizes that move together
 ------------------------
-The ``empty`` variant and the recompilation check change sizes, and real
-operators tie sizes together: four box coordinates, five columns per region
-of interest, channels divisible by a pool size. The checker changes a size
-only where the eager kernel accepts the change, trying first the sizes
-equal to it, which Dynamo's duck sizing treats as one size anyway. Values
-are tiled along a grown dimension, so that indices stay in range.
+Without indices, the ``empty`` variant and the recompilation check change
+sizes, and real operators tie sizes together: four box coordinates, five
+columns per region of interest, channels divisible by a pool size. The
+checker changes a size only where the eager kernel accepts the change,
+trying first the sizes equal to it, which Dynamo's duck sizing treats as one
+size anyway. Values are tiled along a grown dimension.
 
 To empty, it tries the tensors from the last to the first: an operator's
 first tensor is often the data that later ones index (the images that
@@ -38,7 +54,52 @@ from operator_checker.report import cause, quiet
 from operator_checker.samples import Sample, is_tensor
 
 LAYOUTS = ("permuted", "strided", "expanded", "offset")
+# The layouts that keep every value: what fails on them is the operator's.
+VALUE_KEEPING = ("contiguous", "permuted", "strided", "offset")
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+# The dtypes autograd, random draws and tolerances work in; a float8 sample
+# is checked as given, its gradients in float64.
+COMPUTING = (
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.complex64,
+    torch.complex128,
+)
+
+
+def holds_indices(t):
+    """Whether a tensor holds indices by default: integers and bools."""
+    return not (t.is_floating_point() or t.is_complex())
+
+
+def index_arguments(sample, indices=None):
+    """The names of the arguments that hold indices: ``indices`` if declared
+    (a float tensor of box indices, say, or none), else every argument with
+    an integer or bool tensor."""
+    if indices is not None:
+        return frozenset(indices)
+    return frozenset(n for t, n in zip(*sample.named_tensors(), strict=True)
+                     if holds_indices(t))  # fmt: skip
+
+
+def computable(t):
+    """``t`` in a dtype that comparisons and arithmetic accept: float8 and the
+    other storage-only dtypes widened to float32 (exact), the rest as is."""
+    if t.is_floating_point() and t.dtype not in COMPUTING:
+        return t.to(torch.float32)
+    return t
+
+
+def identical(a, b):
+    """Whether two tensors hold the same values, NaN equal to NaN, in any dtype."""
+    a, b = computable(a.detach()), computable(b.detach())
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return torch.equal(a, b)
 
 
 def relayout(t, layout):
@@ -68,10 +129,11 @@ def changes(t, layout):
     return other.stride() != t.contiguous().stride() or other.storage_offset() > 0
 
 
-def first_row_everywhere(value, written=False):
+def first_row_everywhere(value, keep=False):
     """The values an expanded view holds: every row equal to the first. A
-    tensor the operator writes keeps its own."""
-    if not isinstance(value, Tensor) or written or not value.dim():
+    tensor the operator writes, or that holds indices, keeps its own
+    (``keep``)."""
+    if not isinstance(value, Tensor) or keep or not value.dim():
         return value
     return value[:1].expand(value.shape).contiguous()
 
@@ -92,16 +154,31 @@ class Variant:
     differentiable: frozenset  # argument names that may require grad
     written: frozenset  # argument names the operator writes
     given: bool  # the sample as given: contiguous, its own dtype and device
+    indices: frozenset = frozenset()  # argument names that hold indices
+
+    @property
+    def key(self):
+        """The variant as a step of an isolated run (see ``core.Steps``)."""
+        kind = self.name.split()[1]  # the layout, or empty(the emptied names)
+        return ("variant", self.index, kind, dtype_name(self.dtype), self.device,
+                self.grad)  # fmt: skip
 
     def args(self, layout=None, grad=None):
-        """Fresh arguments in this variant's layout, or in ``layout``."""
+        """Fresh arguments in this variant's layout, or in ``layout``. What the
+        operator writes stays row-major, and indices are never expanded."""
         layout, grad = layout or self.layout, self.grad if grad is None else grad
+        kept = self.written | (self.indices if layout == "expanded" else frozenset())
 
         def make(value, name):
             if not is_tensor(value):
                 return value
-            copy = relayout(value, "contiguous" if name in self.written else layout)
-            wants = grad and name in self.differentiable and copy.is_floating_point()
+            copy = relayout(value, "contiguous" if name in kept else layout)
+            wants = (
+                grad
+                and name in self.differentiable
+                and copy.is_floating_point()
+                and copy.dtype in COMPUTING
+            )
             return copy.requires_grad_(wants)
 
         return self.base.map(make)
@@ -109,17 +186,20 @@ class Variant:
 
 def convert(sample, device, dtype):
     """The sample on ``device``; the tensors and dtype arguments of its first
-    floating-point dtype in ``dtype``."""
+    floating-point dtype in ``dtype``. Tensors of another dtype (a scale in
+    float32 beside float8 data, integer indices) keep theirs: they are part
+    of the operator's contract."""
     tensors = sample.tensors()
     floats = [t.dtype for t in tensors if t.is_floating_point()]
     own_dtype = floats[0] if floats else None
+    converted = {own_dtype}
     own_device = tensors[0].device if tensors else None
 
     def moved(value, name):
         if is_tensor(value):
-            follows = dtype is not None and value.dtype == own_dtype
+            follows = dtype is not None and value.dtype in converted
             return value.detach().to(device, dtype if follows else value.dtype)
-        if isinstance(value, torch.dtype) and dtype and value == own_dtype:
+        if isinstance(value, torch.dtype) and dtype and value in converted:
             return dtype
         if isinstance(value, torch.device) and value == own_device:
             return torch.device(device)
@@ -159,8 +239,25 @@ def refusal(run, sample):
     return None
 
 
-def empty_sizes(run, sample):
+def fixed_by_indices(sample, indices):
+    """Why no size of ``sample`` may change, or None: it holds indices."""
+    names = sorted({n for n in sample.named_tensors()[1] if n in indices})
+    if not names:
+        return None
+    one = len(names) == 1
+    return (
+        f"{', '.join(names)} {'holds' if one else 'hold'} indices, offsets or "
+        "lengths, which a new size must keep consistent with the other "
+        "arguments, and the checker cannot tell how: give a sample of that size "
+        f"(or declare indices= if {'it does' if one else 'they do'} not)"
+    )
+
+
+def empty_sizes(run, sample, indices=frozenset()):
     """The sizes to set to zero for the ``empty`` variant, or why there is none."""
+    fixed = fixed_by_indices(sample, indices)
+    if fixed is not None:
+        return fixed
     shapes = [t.shape for t in sample.tensors()]
     slots = [(i, d) for i, shape in enumerate(shapes) for d in range(len(shape))]
     order = sorted(slots, key=lambda slot: (slot[1] != 0, -slot[0], slot[1]))
@@ -181,10 +278,13 @@ def empty_sizes(run, sample):
     return f"the kernel refuses every empty size tried: {first_refusal}"
 
 
-def grown_samples(run, sample):
+def grown_samples(run, sample, indices=frozenset()):
     """Three samples with larger sizes that the eager kernel accepts, for one
     dynamic compilation to serve; or why there are none. No grown size may
     equal a size that stays, or Dynamo would have tied them."""
+    fixed = fixed_by_indices(sample, indices)
+    if fixed is not None:
+        return fixed
     shapes = [t.shape for t in sample.tensors()]
     by_size = {}
     for i, shape in enumerate(shapes):
