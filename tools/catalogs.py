@@ -7,6 +7,12 @@
   scratch copy of the project so that the working tree's gallery is left
   alone. Sphinx-Gallery's per-run "Total running time" lines and its
   computation-times pages are left out: they change with every run.
+* The API reference's entries of the course's own package (the translated
+  namespaces of ``pagelib.api_reference``) are documents of that build too,
+  their docstrings included: the build writes one for each name of the
+  package's public API, since which of them the site shows depends on the
+  pages' run. An entry whose docstring has no prose gets no catalog (its
+  title is the name, a literal).
 * Our extensions' own strings (``_()`` in ``_ext/*.py``) are extracted with
   Babel into the ``site`` catalog.
 
@@ -23,6 +29,7 @@ is untranslated or fuzzy, as read by Babel's gettext reader.
 import argparse
 import datetime
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -35,11 +42,15 @@ from babel.messages.pofile import read_po, write_po
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pagelib import layout, translation  # noqa: E402
+from pagelib import api_reference, layout, translation  # noqa: E402
 
 # Messages that must not be translated through the catalogs.
 DROPPED_DOCUMENTS = ("sg_execution_times", "tutorials/sg_execution_times")
 DROPPED_PREFIXES = ("**Total running time of the script:**",)
+# An API entry's title is its name, a literal the same in every language: an
+# entry holds nothing else to translate when its object has no docstring.
+API_FOLDER = api_reference.FOLDER
+LITERAL_ONLY = re.compile(r"``[^`]+``")
 WIDTH = 79
 FIXED_DATE = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
@@ -69,9 +80,15 @@ def page_templates():
                 continue
             with pot.open("rb") as handle:
                 catalog = read_po(handle)
+            entry = docname.startswith(API_FOLDER + "/")
             for message in list(catalog):
-                if message.id and str(message.id).startswith(DROPPED_PREFIXES):
+                if message.id and (
+                    str(message.id).startswith(DROPPED_PREFIXES)
+                    or (entry and LITERAL_ONLY.fullmatch(str(message.id)))
+                ):
                     catalog.delete(message.id, message.context)
+            if entry and not any(message.id for message in catalog):
+                continue
             templates[docname] = catalog
         return templates
 
