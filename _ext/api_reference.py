@@ -7,11 +7,17 @@ code (the ``.codeobj.json`` files): no list kept by hand, and no inventory
 fetched from the network. Each entry page holds:
 
 * the object's documentation, rendered by autodoc from the installed torch's
-  own docstring, so it describes the release the pages ran on. A docstring
-  that is not valid reStructuredText here (or needs math typesetting, which an
-  offline site does not load) is shown as plain text under the signature,
-  with a line saying so: the build stays clean under ``-W`` without hiding
-  any warning of the site's own sources;
+  own docstring, so it describes the release the pages ran on. torch's
+  docstrings are English in every edition (marked ``lang="en"``); those of the
+  course's own checker are translated from a catalog per entry, and a
+  translated edition warns about a checker entry with prose and no catalog
+  (``make catalogs`` makes the catalogs from a gettext build in which
+  ``generate_entries`` writes an entry for each name of the checker's public
+  API, since which of them the pages use is known only once they ran). A
+  docstring that is not valid reStructuredText here (or needs math
+  typesetting, which an offline site does not load) is shown as plain text
+  under the signature, with a line saying so: the build stays clean under
+  ``-W`` without hiding any warning of the site's own sources;
 * the pages that use it, as their cards: the gallery index's own cards
   (translated there in a translated edition), copied in when the entry is
   written (``MiniGallery``). An edited card therefore rewrites the entries
@@ -58,20 +64,28 @@ def generate_entries(app):
     """Write ``api/<name>.rst`` for every course-API name the pages use, and
     remove the pages of names no longer used. Runs after Sphinx-Gallery has
     written the gallery (and the pages' ``.codeobj.json``). A file is written
-    only when its text changed, so an unchanged entry is not read again."""
+    only when its text changed, so an unchanged entry is not read again.
+
+    The gettext build, which makes the catalogs, writes instead an entry for
+    each name of the translated namespaces' public API, listed in no index:
+    which of them the pages use is known only once the pages ran. PyTorch's
+    entries get no catalog."""
     used, aliases = {}, {}
-    if app.builder.name != "gettext":
+    if app.builder.name == "gettext":
+        documented = translated_api()
+    else:
         found = api_reference.usage(
             api_reference.read_codeobjs(_examples(app), app.srcdir)
         )
         used, aliases = _entries(app.env, found)
+        documented = list(used)
     # The last build's usage, kept with the environment: what the index and
     # the entries compare with (reread_index, rewrite_entries).
     app.env.api_reference_before = getattr(app.env, "api_reference_next", None)
     app.env.api_reference_next = used
     app.env.api_reference_aliases = aliases
     folder = Path(app.srcdir) / api_reference.FOLDER
-    wanted = {f"{name}.rst": api_reference.entry_source(name) for name in used}
+    wanted = {f"{name}.rst": api_reference.entry_source(name) for name in documented}
     if folder.is_dir():
         for stale in folder.glob("*.rst"):
             if stale.name not in wanted:
@@ -81,6 +95,14 @@ def generate_entries(app):
         path = folder / filename
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
+
+
+def translated_api():
+    """The names an entry of a translated namespace could document."""
+    names = []
+    for namespace in api_reference.TRANSLATED_NAMESPACES:
+        names += api_reference.public_api(namespace, pkgutil.resolve_name(namespace))
+    return names
 
 
 def _entries(env, found):
@@ -181,13 +203,43 @@ class ApiEntry(SphinxDirective):
         result, problem = self._render(f".. auto{_kind(name, obj)}:: {name}")
         if problem:
             result = _signature_only(result) + self._plain_docstring(obj, problem)
-        # torch's docstrings are English in every edition; a Chinese page says
-        # so (lang="en"), for screen readers and the browser tests.
-        docstring = nodes.container(
-            "", *result, classes=["api-docstring", "language-en"]
-        )
+        classes = ["api-docstring"]
+        if api_reference.is_translated(name):
+            # The course's own docstrings are translated with the entry's
+            # catalog, like the pages.
+            self._check_catalog(result)
+        else:
+            # torch's docstrings are English in every edition; a Chinese page
+            # says so (lang="en"), for screen readers and the browser tests.
+            classes.append("language-en")
+        docstring = nodes.container("", *result, classes=classes)
         heading = nodes.rubric("", _("Pages that use it"))
+        heading["translatable"] = False  # in the edition's language already
         return [docstring, heading, pages_using(name=name)]
+
+    def _check_catalog(self, rendered):
+        """In a translated edition, a docstring with prose and no catalog
+        would show in English: a warning, which names the command."""
+        language = self.config.language
+        if not layout.is_translation(language):
+            return
+        prose = any(
+            next(iter(content.findall(nodes.paragraph)), None) is not None
+            for node in rendered
+            for content in node.findall(addnodes.desc_content)
+        )
+        path = layout.catalog_path(self.env.srcdir, language, self.env.docname)
+        if prose and not path.is_file():
+            self.env.note_dependency(str(path))
+            logger.warning(
+                "%s has no %s catalog, so its docstring would show in English: "
+                "run `make catalogs`, then translate %s",
+                self.arguments[0],
+                language,
+                path.relative_to(self.env.srcdir),
+                location=self.env.docname,
+                type="api_reference",
+            )
 
     def _parse(self, lines):
         holder = nodes.Element()
@@ -240,6 +292,17 @@ class ApiEntry(SphinxDirective):
         block = nodes.literal_block(text, text, classes=["api-plain-docstring"])
         block["language"] = "text"
         return [note, block]
+
+
+def without_type_docstring(app, what, name, obj, options, lines):
+    """A constant's entry shows its own documentation (a ``#:`` comment) or
+    none: autodoc falls back to the docstring of the value's type (``tuple``'s
+    "Built-in immutable sequence."), which says nothing of the constant."""
+    if what not in ("data", "attribute") or inspect.isclass(obj):
+        return
+    own = " ".join("\n".join(lines).split())
+    if own and own == " ".join((type(obj).__doc__ or "").split()):
+        lines[:] = []
 
 
 def docstring_reference_as_text(app, env, node, contnode):
@@ -591,6 +654,7 @@ def setup(app):
     app.connect("builder-inited", generate_entries, priority=900)
     app.connect("env-get-outdated", reread_index)
     app.connect("env-check-consistency", check_entries)
+    app.connect("autodoc-process-docstring", without_type_docstring)
     app.connect("missing-reference", docstring_reference_as_text)
     app.connect("env-get-updated", rewrite_entries)
     app.connect("doctree-read", relative_links_as_text)

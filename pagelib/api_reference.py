@@ -10,6 +10,7 @@ is derived, never written by hand: a page that starts using an API adds its
 entry, and one that stops removes it.
 """
 
+import inspect
 import json
 from pathlib import Path
 
@@ -32,6 +33,11 @@ NAMESPACES = (
 )
 # Where the generated entry pages live, under the source folder.
 FOLDER = "api"
+# The namespaces whose docstrings are the course's own prose: a translated
+# edition translates their entries as it does the pages, from a catalog per
+# entry (``locale/<language>/LC_MESSAGES/api/<name>.po``, which ``make
+# catalogs`` keeps current). PyTorch's docstrings are English in every edition.
+TRANSLATED_NAMESPACES = ("operator_checker",)
 
 
 def in_course_api(name):
@@ -40,6 +46,40 @@ def in_course_api(name):
     if any(part.startswith("_") for part in name.split(".")):
         return False
     return any(name == space or name.startswith(space + ".") for space in NAMESPACES)
+
+
+def is_translated(name):
+    """True for a name under one of TRANSLATED_NAMESPACES."""
+    return any(
+        name == space or name.startswith(space + ".") for space in TRANSLATED_NAMESPACES
+    )
+
+
+def public_api(namespace, module):
+    """Every name of ``module`` (imported as ``namespace``) that an entry could
+    document: its ``__all__`` less dunder names, and the public methods and
+    properties that its public classes define, sorted.
+
+    Which of them a build documents depends on the pages' run (Sphinx-Gallery
+    names ``report.passed`` as ``Report.passed`` only once the code ran and
+    ``report`` has a type), while catalogs are made without running a page:
+    the catalogs of a translated namespace therefore cover all of these."""
+    names = set()
+    for attribute in getattr(module, "__all__", ()):
+        if attribute.startswith("_"):
+            continue
+        names.add(f"{namespace}.{attribute}")
+        value = getattr(module, attribute)
+        if not inspect.isclass(value):
+            continue
+        for member, member_value in vars(value).items():
+            if member.startswith("_"):
+                continue
+            if isinstance(member_value, (property, staticmethod, classmethod)) or (
+                inspect.isfunction(member_value)
+            ):
+                names.add(f"{namespace}.{attribute}.{member}")
+    return sorted(names)
 
 
 def names_in_codeobj(codeobj):

@@ -258,3 +258,81 @@ def english_in_translation(message):
     text = re.sub(r"(?::[\w:+-]+:)?`[^`]*`_{0,2}", " ", text)
     text = re.sub(r"\|[^|]+\|", " ", text)
     return english_phrases(text)
+
+
+# -- Spaces beside links whose text is Chinese -----------------------------------
+
+# An inline literal (skipped), or interpreted text: a role (``:ref:`x```), a
+# hyperlink reference (```text <url>`_``, ```title`_``) or default-role text.
+INLINE = re.compile(
+    r"``.+?``|(?::(?P<role>[\w.+-]+(?::[\w.+-]+)*):)?`(?P<body>[^`]+)`(?P<ref>_{0,2})",
+    re.S,
+)
+EXPLICIT_TARGET = re.compile(r"(.*?)\s*<([^<>]+)>", re.S)
+
+
+def is_wide(character):
+    """A Chinese character or full-width punctuation: no space goes beside it."""
+    return unicodedata.east_asian_width(character) in "WF"
+
+
+def visible_text(rst):
+    """What a reader sees of a piece of inline reST: literals, roles and
+    emphasis without their markup, and no escaped spaces."""
+    text = re.sub(r"``(.+?)``", r"\1", rst, flags=re.S)
+    text = re.sub(r"(?::[\w.+-]+(?::[\w.+-]+)*:)?`([^`]*)`_{0,2}", r"\1", text)
+    text = text.replace("\\ ", "").replace("**", "").replace("*", "")
+    text = re.sub(r"[\u2018\u2019]", "'", text)
+    return re.sub(r"[\u201c\u201d]", '"', text)
+
+
+def _resolved_doc(docname, target):
+    """A ``:doc:`` target as a docname: absolute (``/index``) or relative to
+    the folder of ``docname``."""
+    if target.startswith("/") or docname is None:
+        return target.lstrip("/")
+    folder = docname.rpartition("/")[0]
+    return f"{folder}/{target}" if folder else target
+
+
+def link_text(match, titles, docname=None):
+    """The text a link of ``INLINE`` shows, or None when it is no link (a
+    literal, a code role) or its target's title is not in ``titles``:
+    ``{("ref", label) or ("doc", docname): the title as the edition shows it}``."""
+    if match.group("body") is None:
+        return None  # an inline literal
+    role, body = match.group("role"), match.group("body")
+    explicit = EXPLICIT_TARGET.fullmatch(body)
+    if role is None:  # a hyperlink reference shows its text
+        if not match.group("ref"):
+            return None
+        return explicit.group(1) if explicit else body
+    if explicit and explicit.group(1):
+        return explicit.group(1)
+    target = explicit.group(2) if explicit else body
+    kind = role.rpartition(":")[2]
+    if kind == "ref":
+        return titles.get(("ref", target.strip().lower()))
+    if kind == "doc":
+        return titles.get(("doc", _resolved_doc(docname, target.strip())))
+    return None  # a code role: its text is the name
+
+
+def spaces_beside_chinese_links(message, titles, docname=None):
+    """The links of a translated message whose text shows Chinese next to a
+    visible space that has Chinese on its other side: ``安装 `它的 wheel 包
+    <…>`_`` renders "安装 它的 wheel 包", a gap Chinese typesetting avoids.
+    Write ``\\ `` there instead (``安装\\ `它的 wheel 包 <…>`_``), or reword."""
+    found = []
+    for match in INLINE.finditer(message):
+        text = link_text(match, titles, docname)
+        shown = visible_text(text).strip() if text else ""
+        if not shown:
+            continue
+        before = re.search(r"([^\s\\])\s+$", message[: match.start()])
+        after = re.match(r"\s+(\S)", message[match.end() :])
+        if (before and is_wide(before.group(1)) and is_wide(shown[0])) or (
+            after and is_wide(after.group(1)) and is_wide(shown[-1])
+        ):
+            found.append(shown)
+    return found

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-from tests.helpers import example_source, project_with_example, run
+from tests.helpers import REPO, example_source, project_with_example, run
 
 PAGE = "api_user"
 BODY = """import torch
@@ -195,3 +195,40 @@ def test_colab_links_name_each_editions_notebook_only_with_an_address(tmp_path):
     process = build(folder, "en", "https://gitlab.com/octo-org/custom-ops")
     assert process.returncode != 0
     assert "not a GitHub repository's address" in process.stderr
+
+
+CHECKER_USER = """import torch
+from operator_checker import check_operator
+
+torch.library.opcheck
+check_operator
+"""
+
+
+def test_the_checkers_entries_are_translated_and_refuse_a_missing_catalog(tmp_path):
+    """The checker's docstrings are the course's own prose: the Chinese
+    edition translates them from their entries' catalogs (which `make
+    catalogs` keeps current), while torch's stay English, marked so. An entry
+    whose catalog is missing fails the Chinese build, naming the command."""
+    source = example_source("Using the checker", CHECKER_USER)
+    folder = project_with_example(tmp_path, f"{PAGE}.py", source)
+    entry = "operator_checker.check_operator"
+    process = build(folder, "zh_CN")
+    assert process.returncode != 0
+    assert f"{entry} has no zh_CN catalog" in process.stderr
+    assert "run `make catalogs`" in process.stderr
+
+    catalogs = "locale/zh_CN/LC_MESSAGES/api"
+    (folder / catalogs).mkdir(parents=True)
+    (folder / catalogs / f"{entry}.po").write_text(
+        (REPO / catalogs / f"{entry}.po").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    process = build(folder, "zh_CN")
+    assert process.returncode == 0, process.stderr[-3000:]
+    api = folder / "_build" / "html" / "zh_CN" / "api"
+    checker = (api / f"{entry}.html").read_text()
+    docstring = checker[checker.index("api-docstring") :][:600]
+    assert 'lang="en"' not in docstring
+    assert "运行本课程的所有检查" in checker and "Run every check" not in checker
+    assert 'lang="en"' in (api / "torch.library.opcheck.html").read_text()

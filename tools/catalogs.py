@@ -7,6 +7,12 @@
   scratch copy of the project so that the working tree's gallery is left
   alone. Sphinx-Gallery's per-run "Total running time" lines and its
   computation-times pages are left out: they change with every run.
+* The API reference's entries of the course's own package (the translated
+  namespaces of ``pagelib.api_reference``) are documents of that build too,
+  their docstrings included: the build writes one for each name of the
+  package's public API, since which of them the site shows depends on the
+  pages' run. An entry whose docstring has no prose gets no catalog (its
+  title is the name, a literal).
 * Our extensions' own strings (``_()`` in ``_ext/*.py``) are extracted with
   Babel into the ``site`` catalog.
 
@@ -14,7 +20,10 @@
 ``_ext/locale/<language>/`` with Babel: new messages arrive untranslated, a
 changed message keeps its old translation marked fuzzy for review, removed ones
 go. ``check`` reports any catalog that is not current, and every message that
-is untranslated or fuzzy, as read by Babel's gettext reader.
+is untranslated or fuzzy (as read by Babel's gettext reader), leaves English
+prose in its translation, or puts a visible space between Chinese text and a
+link whose text shows Chinese (the titles of ``:ref:`` and ``:doc:`` links
+are taken from the gettext build's environment and their catalogs).
 
     python tools/catalogs.py update [--language zh_CN]
     python tools/catalogs.py check  [--language zh_CN]
@@ -23,6 +32,8 @@ is untranslated or fuzzy, as read by Babel's gettext reader.
 import argparse
 import datetime
 import io
+import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -35,17 +46,27 @@ from babel.messages.pofile import read_po, write_po
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pagelib import layout, translation  # noqa: E402
+from pagelib import api_reference, layout, translation  # noqa: E402
 
 # Messages that must not be translated through the catalogs.
 DROPPED_DOCUMENTS = ("sg_execution_times", "tutorials/sg_execution_times")
 DROPPED_PREFIXES = ("**Total running time of the script:**",)
+# An API entry's title is its name, a literal the same in every language: an
+# entry holds nothing else to translate when its object has no docstring.
+API_FOLDER = api_reference.FOLDER
+LITERAL_ONLY = re.compile(r"``[^`]+``")
 WIDTH = 79
 FIXED_DATE = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
 
 def page_templates():
-    """{docname: babel Catalog} of the pages' prose, from Sphinx's gettext builder."""
+    """({docname: babel Catalog} of the pages' prose, the titles links show),
+    from Sphinx's gettext builder.
+
+    The titles are ``{("ref", label) or ("doc", docname): (the docname that
+    holds the title, the title in English)}``, as the build's environment
+    knows them: what a ``:ref:`` or ``:doc:`` without a text of its own shows.
+    """
     with tempfile.TemporaryDirectory(prefix="catalogs-") as scratch:
         copy = Path(scratch) / "project"
         for name in layout.project_files():
@@ -69,11 +90,53 @@ def page_templates():
                 continue
             with pot.open("rb") as handle:
                 catalog = read_po(handle)
+            entry = docname.startswith(API_FOLDER + "/")
             for message in list(catalog):
-                if message.id and str(message.id).startswith(DROPPED_PREFIXES):
+                if message.id and (
+                    str(message.id).startswith(DROPPED_PREFIXES)
+                    or (entry and LITERAL_ONLY.fullmatch(str(message.id)))
+                ):
                     catalog.delete(message.id, message.context)
+            if entry and not any(message.id for message in catalog):
+                continue
             templates[docname] = catalog
-        return templates
+        return templates, link_targets(output / ".doctrees" / "environment.pickle")
+
+
+def link_targets(pickled_environment):
+    """The titles a link without a text of its own shows, from the gettext
+    build's environment: every label's section and every document's title."""
+    sys.path.insert(0, str(REPO / "_ext"))  # what the environment refers to
+    with pickled_environment.open("rb") as handle:
+        environment = pickle.load(handle)
+    targets = {
+        ("ref", label): (docname, str(title))
+        for label, (docname, _anchor, title) in environment.domaindata["std"][
+            "labels"
+        ].items()
+        if title
+    }
+    for docname, title in environment.titles.items():
+        targets["doc", docname] = (docname, str(title.astext()))
+    return targets
+
+
+def link_titles(targets, language):
+    """{("ref", label) or ("doc", docname): the title as ``language``'s
+    edition shows it}: the English title's translation in its document's
+    catalog, or the English title where that has none."""
+    plain = {}
+    titles = {}
+    for key, (docname, english) in targets.items():
+        if docname not in plain:
+            plain[docname] = {
+                translation.visible_text(message): translated
+                for message, translated in translation.catalog(
+                    REPO, language, docname
+                ).items()
+            }
+        titles[key] = plain[docname].get(translation.visible_text(english), english)
+    return titles
 
 
 def site_template():
@@ -124,20 +187,32 @@ def merged(template, existing_path, language):
 
 
 def expected_catalogs(language):
-    """{path: text} of every catalog as it should be, and the stale files."""
+    """({path: text} of every catalog as it should be, the stale files, the
+    titles links show in ``language``)."""
     pages, site_po = catalog_paths(language)
     wanted = {}
-    for docname, template in page_templates().items():
+    templates, targets = page_templates()
+    for docname, template in templates.items():
         path = pages / f"{docname}.po"
         wanted[path] = render(merged(template, path, language))
     wanted[site_po] = render(merged(site_template(), site_po, language))
     stale = [p for p in pages.rglob("*.po") if p not in wanted]
-    return wanted, stale
+    return wanted, stale, link_titles(targets, language)
 
 
-def problems_in(path, language):
+def problems_in(path, language, titles=None):
+    """What is wrong with one catalog: fuzzy and untranslated messages,
+    English prose left in a translation, and a visible space between Chinese
+    text and a link whose text is Chinese (``titles``: what links without a
+    text of their own show, as ``link_titles`` returns them)."""
     with path.open("rb") as handle:
         catalog = read_po(handle, locale=language)
+    pages = layout.catalogs(REPO, language)
+    docname = (
+        path.relative_to(pages).with_suffix("").as_posix()
+        if path.is_relative_to(pages)
+        else None
+    )
     found = []
     for message in catalog:
         if not message.id:
@@ -157,11 +232,24 @@ def problems_in(path, language):
                     f"{path.relative_to(REPO)}: English left in the translation of "
                     f"{shown!r}: {'; '.join(left)} (quote program text as ``literal``)"
                 )
+            spaced = [
+                link
+                for s in strings
+                for link in translation.spaces_beside_chinese_links(
+                    s, titles or {}, docname
+                )
+            ]
+            if spaced:
+                found.append(
+                    f"{path.relative_to(REPO)}: a space between Chinese text and "
+                    f"the link {' / '.join(spaced)!r} in the translation of "
+                    f"{shown!r} (write `\\ ` there, or reword)"
+                )
     return found
 
 
 def update(language):
-    wanted, stale = expected_catalogs(language)
+    wanted, stale, titles = expected_catalogs(language)
     for path, text in wanted.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -170,12 +258,12 @@ def update(language):
     for path in stale:
         path.unlink()
         print(f"removed {path.relative_to(REPO)} (its document is gone)")
-    open_messages = [p for path in wanted for p in problems_in(path, language)]
+    open_messages = [p for path in wanted for p in problems_in(path, language, titles)]
     print(f"{len(open_messages)} messages to translate or review")
 
 
 def check(language):
-    wanted, stale = expected_catalogs(language)
+    wanted, stale, titles = expected_catalogs(language)
     problems = [f"{p.relative_to(REPO)}: its document is gone" for p in stale]
     for path, text in wanted.items():
         if not path.is_file():
@@ -186,7 +274,7 @@ def check(language):
                 f"{path.relative_to(REPO)}: not current with the English source "
                 "(run `make catalogs`)"
             )
-        problems.extend(problems_in(path, language))
+        problems.extend(problems_in(path, language, titles))
     return problems
 
 

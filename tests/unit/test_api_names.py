@@ -78,3 +78,40 @@ def test_a_name_belongs_to_the_longest_namespace_holding_it():
         api_reference.namespace_of("torch.distributed.tensor.Shard")
         == "torch.distributed.tensor"
     )
+
+
+def test_only_the_courses_own_namespaces_are_translated():
+    assert api_reference.is_translated("operator_checker.check_operator")
+    assert api_reference.is_translated("operator_checker")
+    assert not api_reference.is_translated("operator_checkers.thing")
+    assert not api_reference.is_translated("torch.library.opcheck")
+
+
+def test_the_public_api_is_all_and_the_methods_of_its_classes():
+    import types
+
+    class Report:
+        """A report."""
+
+        rows = ()  # data: no entry of its own
+
+        def outcome(self):
+            """The worst outcome."""
+
+        @property
+        def passed(self):
+            return True
+
+        def _private(self):
+            pass
+
+    module = types.ModuleType("checker")
+    module.__all__ = ["Report", "CHECKS", "_hidden", "__version__"]
+    module.Report, module.CHECKS = Report, ("a", "b")
+    module._hidden = module.__version__ = None
+    assert api_reference.public_api("checker", module) == [
+        "checker.CHECKS",
+        "checker.Report",
+        "checker.Report.outcome",
+        "checker.Report.passed",
+    ]

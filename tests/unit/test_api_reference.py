@@ -56,3 +56,17 @@ def test_pages_that_name_nothing_of_torch_do_not_import_it(monkeypatch):
 def test_a_torch_name_is_resolved_after_importing_cpp_extension_quietly(monkeypatch):
     imported, used = resolved_with(monkeypatch, {"torch.library.opcheck": ["t/a"]})
     assert imported and used == {"torch.library.opcheck": ["t/a"]}
+
+
+def test_a_constant_does_not_show_the_docstring_of_its_type():
+    for value in ((1, 2), "/usr/local/cuda"):
+        lines = (type(value).__doc__ or "").splitlines()
+        api_reference.without_type_docstring(None, "data", "x", value, {}, lines)
+        assert lines == []
+    # Its own documentation (a ``#:`` comment) stays, and so does a class's.
+    lines = ["The checks, in order."]
+    api_reference.without_type_docstring(None, "data", "x", (1,), {}, lines)
+    assert lines == ["The checks, in order."]
+    lines = (tuple.__doc__ or "").splitlines()
+    api_reference.without_type_docstring(None, "class", "x", tuple, {}, lines)
+    assert lines

@@ -86,6 +86,47 @@ def test_english_left_in_a_translation_is_found_outside_literals():
     assert find("用 PyTorch 的 torch.compile 编译 Triton 内核") == []
 
 
+TITLES = {
+    ("ref", "sphx_glr_tutorials_mutable_custom_ops.py"): "函数式算子与可变算子",
+    ("ref", "edge-unbacked-minimum-two"): "``create_unbacked_symint`` 假定至少为 2",
+    ("doc", "api_index"): "API 索引",
+    ("doc", "tutorials/index"): "教程",
+}
+
+
+def spaced(message, docname=None):
+    return translation.spaces_beside_chinese_links(message, TITLES, docname)
+
+
+def test_a_space_between_chinese_and_a_chinese_link_is_found():
+    # A hyperlink's own text, a reference to a translated title, either side.
+    assert spaced("用 pip 安装 `它的 wheel 包 <w.whl>`_。") == ["它的 wheel 包"]
+    assert spaced("见 :ref:`sphx_glr_tutorials_mutable_custom_ops.py`。") == [
+        "函数式算子与可变算子"
+    ]
+    assert spaced("（:ref:`x <sphx_glr_tutorials_mutable_custom_ops.py>` 一节）") == []
+    assert spaced("（:ref:`某一节 <anywhere>` 一节）") == ["某一节"]
+    # The title's own ends decide: "API 索引" starts with a Latin word.
+    assert spaced("本页的 :doc:`api_index` 列出") == ["API 索引"]
+    assert spaced("本页的 :doc:`api_index`，列出") == []
+    # A :doc: target relative to the catalog's document; an absolute one.
+    assert spaced("回到 :doc:`index`。", "tutorials/sharp_edges") == ["教程"]
+    assert spaced("回到 :doc:`/api_index`。", "tutorials/sharp_edges") == []
+    assert spaced("回到 :doc:`index`。") == []  # no such document: unknown
+
+
+def test_a_chinese_link_without_a_visible_space_passes():
+    assert spaced("用 pip 安装\\ `它的 wheel 包 <w.whl>`_\\ 即可。") == []
+    assert spaced("见\\ :ref:`sphx_glr_tutorials_mutable_custom_ops.py`。") == []
+    assert spaced("相关页面：:ref:`sphx_glr_tutorials_mutable_custom_ops.py`、") == []
+    # A title that starts with a literal reads as Latin: its space stays.
+    assert spaced("见 :ref:`edge-unbacked-minimum-two` 一节") == []
+    # Code and literals are not links; an English link keeps its spaces.
+    assert spaced("调用 :func:`torch.compile` 编译") == []
+    assert spaced("调用 ``torch.compile`` 编译") == []
+    assert spaced("阅读 `the forum <https://discuss.pytorch.org/>`_ 上的讨论") == []
+
+
 def prose_of(script):
     """A script's prose (docstring and comment blocks), comment marks removed."""
     lines = script.split("\n")

@@ -38,8 +38,8 @@ TORCH_FLOOR = (2, 7)
 #: ``gradients`` the arguments a backward does not reach; the others are
 #: checks that ``only=`` and ``skip=`` may name.
 CHECKS = _report.CHECKS
-#: A row's outcomes, from the worst: ``failed``, ``limitation``,
-#: ``not applicable``, ``skipped``, ``passed``.
+#: The outcomes a row can have, from the worst to the best, are ``failed``,
+#: ``limitation``, ``not applicable``, ``skipped`` and ``passed``.
 OUTCOMES = _report.OUTCOMES
 #: The fast checks that ``quick=True`` (``--quick``) runs on the samples as
 #: given: ``opcheck``'s four tests and ``vmap``, for a pre-commit hook.
