@@ -43,7 +43,7 @@ one of which crashes the process, and two of torchvision's.
       ``python -m operator_checker`` in CI, or ``operator_tests`` in pytest.
    #. For each failed row, read the page and section its ``fix:`` line names.
    #. Declare what you know, each with a reason: ``nondifferentiable=``,
-      ``limitations=`` and ``skip=``.
+      ``indices=``, ``limitations=`` and ``skip=``.
 """
 
 # %%
@@ -88,6 +88,7 @@ from operator_checker import (
     QUICK_CHECKS,
     capture_samples,
     check_operator,
+    cli,
     save_samples,
 )
 
@@ -183,7 +184,10 @@ assert report.passed
 # * **skipped**: what you left out or declared, with your reason;
 # * **passed**.
 #
-# ``report.passed`` means that no row failed: limitations do not fail. Here
+# ``report.passed`` means that no row failed: limitations do not fail. A
+# report with failures lists them first, the most telling first: on the
+# sample as given, then on its other layouts, then on the inputs derived from
+# it with other values or sizes. Here
 # NumPy has no bfloat16, so the kernel refuses that variant, and
 # ``register_autograd`` gives reverse mode only, so forward-mode AD
 # (``torch.func.jvp``) gets zero tangents: a limitation, whose remedy is an
@@ -239,6 +243,7 @@ assert [row.variant for row in wrong.rows if row.check == "gradcheck"] == [
     failure.variant
 ]
 assert failure.check == "gradcheck" and "float64 grad" in failure.variant
+assert str(wrong).splitlines()[1].startswith("  gradcheck: failed")  # failures first
 assert failure.see.startswith("Custom Python Operators > gradcheck catches it")
 seen = {row.outcome for r in (report, wrong) for row in r.rows}
 assert seen == set(OUTCOMES), seen
@@ -383,11 +388,13 @@ assert [len(found) for found in recorded.values()] == [1, 1]
 #
 # ``python -m operator_checker`` takes operators by name, the module that
 # registers them (``--import``) and a samples file. It checks each operator
-# in a child process, prints the report, writes it as JSON with ``--json``,
-# and exits with 0 when no row failed, 1 when one did, and 2 when it could
-# not run: a CI job needs nothing else. The function below runs it as a
-# shell would, in the folder that holds the samples, and prints the first and
-# last lines of what it prints.
+# in a child process, prints the report and writes it as JSON with
+# ``--json``. Its exit status has one meaning each: 0 when no row failed, 1
+# when one did, 2 when it could not run (a bad target, option or sample), 3
+# when the checker itself failed, 5 when nothing was checked and 130 when
+# Ctrl-C stopped it, after writing what finished: a CI job needs nothing
+# else. The function below runs it as a shell would, in the folder that
+# holds the samples, and prints the first and last lines of what it prints.
 
 
 def checker_command(*arguments):
@@ -465,10 +472,22 @@ assert {row["check"] for row in roi_limits} == {
 # ``roi_align`` must know: the boxes (``rois``) get no gradient, and there is
 # neither a double backward nor forward-mode AD.
 #
-# Exit status 2 says that the checker could not run, in one line:
+# Exit status 2 says that the checker could not run, in one line, and 5
+# that it ran but checked nothing, here because every variant is on the CPU,
+# which ``--skip`` leaves out:
 
 status = checker_command("torchvision::nms", "--samples=no_such_file.pt")
 assert status == 2
+status = checker_command(
+    "torchvision::nms",
+    "--import=torchvision",
+    "--samples=torchvision_samples.pt",
+    "--device=cpu",
+    "--skip=cpu",
+    "--quick",
+)
+assert status == 5
+assert (cli.INTERNAL, cli.NOTHING_CHECKED, cli.INTERRUPTED) == (3, 5, 130)
 
 # %%
 # Declaring what you know
@@ -510,6 +529,62 @@ else:
     raise AssertionError("a misspelt skip= was accepted")
 
 # %%
+# Arguments that hold indices
+# ---------------------------
+#
+# Many operators take integer tensors that describe their other arguments:
+# offsets that rise from 0 to the number of rows, lengths that add up to it,
+# indices below it. A kernel that trusts them, as most CPU kernels do, reads
+# out of bounds when they no longer fit. So the checker never changes the
+# values of an integer tensor, and derives no input of another size while a
+# sample holds one: it cannot tell which sizes the tensor describes, and
+# says so in a ``not applicable`` row. ``segment_sums`` adds up the rows of
+# each segment that ``offsets`` delimits:
+
+
+@torch.library.custom_op("checkop::segment_sums", mutates_args=())
+def segment_sums(values: Tensor, offsets: Tensor) -> Tensor:
+    return torch.segment_reduce(values, "sum", offsets=offsets, axis=0)
+
+
+@segment_sums.register_fake
+def _(values, offsets):
+    return values.new_empty(offsets.shape[0] - 1, *values.shape[1:])
+
+
+def keep_offsets(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+
+
+def segment_sums_backward(ctx, grad):
+    (offsets,) = ctx.saved_tensors
+    return grad.repeat_interleave(offsets.diff(), dim=0), None
+
+
+segment_sums.register_autograd(segment_sums_backward, setup_context=keep_offsets)
+
+rows, offsets = torch.randn(6, 3), torch.tensor([0, 2, 2, 5, 6])
+indexed = check_operator(
+    segment_sums,
+    [(rows, offsets)],
+    devices=["cpu"],
+    only=["test_faketensor", "gradcheck", "recompiles"],
+)
+for row in indexed.rows:
+    if row.outcome == "not applicable":
+        show(row)
+assert indexed.passed
+said = [row.detail for row in indexed.rows if row.outcome == "not applicable"]
+assert len(said) == 2 and all("offsets holds indices" in detail for detail in said)
+assert {row.outcome for row in indexed.rows if row.check == "gradcheck"} == {"passed"}
+
+# %%
+# The offsets kept their values in every variant, and the gradient was
+# checked. To check empty or larger inputs, pass such samples yourself. An
+# integer tensor that holds plain data (an ``int8`` matrix, say) is declared
+# with ``indices=``, which names the arguments that do hold indices: a float
+# tensor of box indices, or none (``indices={}``).
+#
 # A crash is a failed row
 # -----------------------
 #

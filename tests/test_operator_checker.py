@@ -32,6 +32,7 @@ import zipfile
 
 import envs
 import pytest
+from operator_checker.report import JSON_FORMAT
 
 from pagelib import checker
 from tests.helpers import (
@@ -173,7 +174,7 @@ def test_the_other_five_exit_0_with_their_limitations_listed(field):
 
 def test_every_row_has_the_json_fields_and_every_check_ran(field):
     for _process, found in field.values():
-        assert found["format"] == "operator_checker.report/1"
+        assert found["format"] == JSON_FORMAT
         for row in found["rows"]:
             assert set(row) == {
                 "operator",

@@ -16,7 +16,13 @@ same sample beside them:
   that finds it by name, as the command runs it (the child imports torch and
   compiles for the first time: what a one-operator command pays);
 * ``isolated``: the same call again, in the child the first one kept (what
-  every further operator of a pytest session or a script pays).
+  every further operator of a script pays).
+
+Then a pytest session as a user's suite runs one: ``operator_tests`` for
+torchvision's six operators, isolated (the default), the same samples, in a
+fresh ``python -m pytest``. It reports the session's seconds beside the sum
+of the six in-process full checks, and how many child processes the session
+started (target: one, for operators with the same imports).
 
 Prints a table and the medians, and writes ``_build/bench-checker.json``.
 The targets on the 2-core build machine: a median full check of at most 6 s
@@ -38,6 +44,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 TARGETS = {"full": 6.0, "quick": 1.0, "overhead": 0.30}
+# The operators of the pytest session: torchvision's, with the same imports.
+SESSION = ["nms", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool"]
+SESSION.append("deform_conv2d")
 CORPUS = [
     "nms",
     "roi_align",
@@ -51,63 +60,77 @@ CORPUS = [
 ]
 
 # One sample per operator, made as the operator's own Python function makes it
-# (the field test's samples). Runs in the measured process.
+# (the field test's samples): the module corpus.py of the measured processes.
+CORPUS_MODULE = r"""
+import importlib
+
+import torch
+from operator_checker import Sample
+
+
+def case(name):
+    # (operator, sample, imports) of the corpus' operator ``name``
+    torch.manual_seed(0)
+    imports = []
+    if name in ("nms", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
+                "deform_conv2d"):
+        import torchvision  # noqa: F401  (registers torch.ops.torchvision)
+
+        imports = ["torchvision"]
+
+        tv = torch.ops.torchvision
+        rois = torch.tensor([[0, 0.0, 0, 4, 4], [0, 1, 1, 6, 5], [1, 2, 2, 7, 7]])
+        if name == "nms":
+            boxes = torch.tensor([[0.0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30]])
+            op, sample = tv.nms, Sample(boxes, torch.tensor([0.9, 0.8, 0.7]), 0.5)
+        elif name in ("roi_align", "roi_pool"):
+            images = torch.rand(2, 3, 8, 8)
+            extra = (2,) * (name == "roi_align") + (False,) * (name == "roi_align")
+            op, sample = getattr(tv, name), Sample(images, rois, 1.0, 2, 2, *extra)
+        elif name in ("ps_roi_align", "ps_roi_pool"):
+            images = torch.rand(2, 8, 8, 8)
+            extra = (2,) * (name == "ps_roi_align")
+            op, sample = getattr(tv, name), Sample(images, rois, 1.0, 2, 2, *extra)
+        else:
+            x, weight = torch.rand(1, 6, 5, 4), torch.randn(2, 3, 3, 2)
+            offset, mask = torch.randn(1, 36, 2, 3), torch.rand(1, 18, 2, 3)
+            op = tv.deform_conv2d
+            sample = Sample(x, weight, offset, mask, torch.randn(2),
+                            2, 1, 1, 0, 2, 1, 2, 3, True)
+    elif name == "linear_cross_entropy":
+        imports = ["torch.nn.modules.linear_cross_entropy"]
+        importlib.import_module(imports[0])  # registers it
+
+        op = torch.ops.torch_nn._linear_cross_entropy_batch_chunked_no_reduction
+        x, w, t = torch.randn(5, 4), torch.randn(6, 4), torch.randint(0, 6, (5,))
+        sample = Sample(x, w, t, None, None, -100, 2, "compact", torch.float32)
+    else:
+        imports = ["torch.onnx.ops"]
+        importlib.import_module(imports[0])  # registers torch.ops.onnx
+
+        if name == "onnx RotaryEmbedding":
+            x = torch.randn(2, 4, 18)
+            cos, sin = torch.randn(2, 4, 3), torch.randn(2, 4, 3)
+            op = torch.ops.onnx.RotaryEmbedding
+            sample = Sample(x, cos, sin, num_heads=3)
+        else:
+            q, k, v = (torch.randn(1, 2, 3, 4) for _ in range(3))
+            op, sample = torch.ops.onnx.Attention, Sample(q, k, v)
+    return op, sample, imports
+"""
+
+# One operator timed four ways, then opcheck. Runs in the measured process.
 CASE = r"""
 import json
 import sys
 import time
 
 import torch
-from operator_checker import Sample, check_operator
+from corpus import case
+from operator_checker import check_operator
 
 name = sys.argv[1]
-torch.manual_seed(0)
-imports = []
-if name in ("nms", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
-            "deform_conv2d"):
-    import torchvision  # noqa: F401  (registers torch.ops.torchvision)
-
-    imports = ["torchvision"]
-
-    tv = torch.ops.torchvision
-    rois = torch.tensor([[0, 0.0, 0, 4, 4], [0, 1, 1, 6, 5], [1, 2, 2, 7, 7]])
-    if name == "nms":
-        boxes = torch.tensor([[0.0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30]])
-        op, sample = tv.nms, Sample(boxes, torch.tensor([0.9, 0.8, 0.7]), 0.5)
-    elif name in ("roi_align", "roi_pool"):
-        images = torch.rand(2, 3, 8, 8)
-        extra = (2,) * (name == "roi_align") + (False,) * (name == "roi_align")
-        op, sample = getattr(tv, name), Sample(images, rois, 1.0, 2, 2, *extra)
-    elif name in ("ps_roi_align", "ps_roi_pool"):
-        images = torch.rand(2, 8, 8, 8)
-        extra = (2,) * (name == "ps_roi_align")
-        op, sample = getattr(tv, name), Sample(images, rois, 1.0, 2, 2, *extra)
-    else:
-        x, weight = torch.rand(1, 6, 5, 4), torch.randn(2, 3, 3, 2)
-        offset, mask = torch.randn(1, 36, 2, 3), torch.rand(1, 18, 2, 3)
-        op = tv.deform_conv2d
-        sample = Sample(x, weight, offset, mask, torch.randn(2), 2, 1, 1, 0, 2, 1, 2, 3,
-                        True)
-elif name == "linear_cross_entropy":
-    import torch.nn.modules.linear_cross_entropy  # noqa: F401  (registers it)
-
-    imports = ["torch.nn.modules.linear_cross_entropy"]
-
-    op = torch.ops.torch_nn._linear_cross_entropy_batch_chunked_no_reduction
-    x, w, t = torch.randn(5, 4), torch.randn(6, 4), torch.randint(0, 6, (5,))
-    sample = Sample(x, w, t, None, None, -100, 2, "compact", torch.float32)
-else:
-    import torch.onnx.ops  # noqa: F401  (registers torch.ops.onnx)
-
-    imports = ["torch.onnx.ops"]
-
-    if name == "onnx RotaryEmbedding":
-        x, cos, sin = torch.randn(2, 4, 18), torch.randn(2, 4, 3), torch.randn(2, 4, 3)
-        op, sample = torch.ops.onnx.RotaryEmbedding, Sample(x, cos, sin, num_heads=3)
-    else:
-        q, k, v = (torch.randn(1, 2, 3, 4) for _ in range(3))
-        op, sample = torch.ops.onnx.Attention, Sample(q, k, v)
-
+op, sample, imports = case(name)
 check_operator(op, [sample], devices=["cpu"])  # warms the compiler caches
 seconds, same = {}, True
 for mode, options in (
@@ -141,6 +164,61 @@ print(json.dumps({
 """
 
 
+# The pytest session: one test file, and a plugin that counts the children.
+SESSION_TESTS = r"""
+from corpus import case
+from operator_checker.pytest import operator_tests
+
+for name in NAMES:
+    op, sample, imports = case(name)
+    globals()[f"test_{name}"] = operator_tests(
+        op, [sample], imports=imports, devices=["cpu"]
+    )
+"""
+SESSION_CONFTEST = r"""
+import json
+import time
+
+from operator_checker import isolation
+
+started, began = [], time.perf_counter()
+Worker = isolation.Worker
+
+
+class Counted(Worker):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        started.append(self.process.pid)
+
+
+isolation.Worker = Counted
+
+
+def pytest_sessionfinish(session, exitstatus):
+    with open("session.json", "w") as file:
+        json.dump({"children": len(started),
+                   "seconds": round(time.perf_counter() - began, 2)}, file)
+"""
+
+
+def run_session(folder, names):
+    """The seconds and the child processes of the pytest session."""
+    tests = SESSION_TESTS.replace("NAMES", repr(names))
+    (Path(folder) / "test_session.py").write_text(tests)
+    (Path(folder) / "conftest.py").write_text(SESSION_CONFTEST)
+    (Path(folder) / "pytest.ini").write_text("[pytest]\n")
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "."],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if process.returncode not in (0, 1):  # 1: nms's bug fails its test
+        sys.exit(f"bench-checker: the pytest session failed:\n{process.stdout[-3000:]}")
+    return json.loads((Path(folder) / "session.json").read_text())
+
+
 def run_case(folder, name):
     """One operator's timings, from a fresh process."""
     process = subprocess.run(
@@ -162,6 +240,7 @@ def main():
     results = []
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "case.py").write_text(CASE)
+        (Path(folder) / "corpus.py").write_text(CORPUS_MODULE)
         for name in options.only or CORPUS:
             result = run_case(folder, name)
             result["name"] = name
@@ -179,6 +258,17 @@ def main():
                 + ("" if result["isolated_same_rows"] else "  ROWS DIFFER"),
                 flush=True,
             )
+        in_session = [r["name"] for r in results if r["name"] in SESSION]
+        session = run_session(folder, in_session) if in_session else None
+    if session:
+        alone = sum(r["seconds"]["full"] for r in results if r["name"] in SESSION)
+        session.update(operators=in_session, full_in_process=round(alone, 2))
+        verdict = "met" if session["children"] <= 1 else "MISSED"
+        print(
+            f"pytest session of {len(in_session)} operators: "
+            f"{session['seconds']:.1f} s against {alone:.1f} s of full checks in "
+            f"process; {session['children']} child process (target 1: {verdict})"
+        )
     medians = {
         mode: statistics.median(r["seconds"][mode] for r in results)
         for mode in ("full", "quick", "isolated first", "isolated")
@@ -199,7 +289,7 @@ def main():
         print(f"isolated rows differ from the in-process ones: {', '.join(differ)}")
     out = REPO / "_build" / "bench-checker.json"
     out.parent.mkdir(exist_ok=True)
-    summary = {"medians": medians, "targets": TARGETS}
+    summary = {"medians": medians, "targets": TARGETS, "pytest_session": session}
     out.write_text(json.dumps({"operators": results, **summary}, indent=1) + "\n")
     print(f"wrote {out.relative_to(REPO)}")
 

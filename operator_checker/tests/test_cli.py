@@ -3,6 +3,7 @@ operators are registered already): its exit status, its one-line errors, and
 the files it writes. test_isolation.py runs it as a process of its own."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -262,7 +263,11 @@ def test_a_run_that_checks_nothing_exits_5(samples_file, capsys):
     assert "nothing to check" in capsys.readouterr().err
     # Every variant left out: the run said so in its rows, and checked nothing.
     assert check("oc_test::scale", samples_file, "--only", "vmap", "--skip", "cpu") == 5
-    assert "nothing was checked" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "nothing was checked" in err
+    # Never "passed" on a report that checked nothing.
+    assert re.match(r"oc_test::scale: \d+ variants, nothing checked, ", out), out
+    assert "0 operators checked, 1 with nothing checked, 0 rows failed" in out
 
 
 def test_naming_a_device_this_machine_lacks_is_valid_and_said(samples_file, tmp_path):

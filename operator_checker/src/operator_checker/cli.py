@@ -333,10 +333,12 @@ def finish(args, jobs, results, seconds, command):
         with open(args.markdown, "w") as file:
             file.write(as_markdown(reports, errors))
     failed = sum(len(r.failed) for r in reports)
-    checked = [r for r in reports if any(row.outcome != "skipped" for row in r.rows)]
+    checked = [r for r in reports if r.checked]
+    unchecked = len(reports) - len(checked)
     print(
-        f"{len(reports)} operator{'s' * (len(reports) != 1)} checked, "
-        f"{failed} row{'s' * (failed != 1)} failed"
+        f"{len(checked)} operator{'s' * (len(checked) != 1)} checked, "
+        + (f"{unchecked} with nothing checked, " if unchecked else "")
+        + f"{failed} row{'s' * (failed != 1)} failed"
         + (f", {len(errors)} not checked" if errors else "")
         + (", interrupted" if interrupted else "")
         + f" in {seconds:.1f} s",

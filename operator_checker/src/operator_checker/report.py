@@ -110,7 +110,8 @@ class Report:
     * ``skipped``: what you declared not to check, with your reason;
     * ``passed``.
 
-    ``passed`` is true when no row failed. Printing the report groups the rows
+    ``passed`` is true when no row failed and some check ran (``checked``).
+    Printing the report groups the rows
     of a check that share an outcome and a cause. ``as_json`` and
     ``as_markdown`` write reports for a machine and for a CI job's summary.
     """
@@ -132,8 +133,14 @@ class Report:
             self.listener(row)
 
     @property
+    def checked(self):
+        """Whether any check ran: a row passed, failed or found a limitation."""
+        return any(r.outcome in ("passed", "failed", "limitation") for r in self.rows)
+
+    @property
     def passed(self):
-        return bool(self.rows) and not self.failed
+        """No row failed, and something was checked."""
+        return self.checked and not self.failed
 
     @property
     def failed(self):
@@ -200,7 +207,11 @@ class Report:
         limits = self.limitation_causes
         failed = len(self.failed)
         verdict = (
-            "passed" if self.passed else f"{failed} row{'s' * (failed != 1)} failed"
+            "passed"
+            if self.passed
+            else f"{failed} row{'s' * (failed != 1)} failed"
+            if failed
+            else "nothing checked"
         )
         seconds = sum(self.seconds.values())
         lines = [
@@ -286,9 +297,9 @@ CPP = "C++ Custom Operators"
 FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("", r"torch\.no_grad", "What a Custom Operator Costs",
      "Switching autograd off, properly"),
-    ("", r"^no backward", PYTHON_OPS, "Adding training support for crop"),
-    ("", r"^no double backward.*numpy", TROUBLE, "A backward written in NumPy"),
-    ("", r"^no double backward", CPP, "A backward formula, registered from Python"),
+    ("", r"(?:^|\()no backward", PYTHON_OPS, "Adding training support for crop"),
+    ("", r"no double backward.*numpy", TROUBLE, "A backward written in NumPy"),
+    ("", r"no double backward", CPP, "A backward formula, registered from Python"),
     ("gradgradcheck", r"modified by an inplace operation",
      "Training and Other Registrations", "Training with register_autograd"),
     ("forward AD", r"zero tangents", EDGES, "Forward-mode AD returns no tangent"),
@@ -431,7 +442,13 @@ def as_markdown(reports, errors=()):
     ]
     for report in reports:
         count = {o: sum(r.outcome == o for r in report.rows) for o in OUTCOMES}
-        verdict = "passed" if report.passed else "**failed**"
+        verdict = (
+            "passed"
+            if report.passed
+            else "**failed**"
+            if report.failed
+            else "nothing checked"
+        )
         lines.append(
             f"| `{report.operator}` | {verdict} | {count['failed']} | "
             f"{report.limitation_causes} | {count['not applicable']} | "
