@@ -304,3 +304,13 @@ def crash_unless_contiguous(x: torch.Tensor, factor: float) -> torch.Tensor:
 
 
 crash_unless_contiguous.register_fake(lambda x, factor: torch.empty_like(x))
+
+
+@torch.library.custom_op("oc_test::crash_always", mutates_args=())
+def crash_always(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """Crashes on every input, its own sample included."""
+    ctypes.string_at(0)
+    return x * factor
+
+
+crash_always.register_fake(lambda x, factor: torch.empty_like(x))

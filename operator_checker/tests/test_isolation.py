@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -261,6 +262,24 @@ def test_after_too_many_crashes_the_report_keeps_the_operator_and_its_variants(
     assert [row.detail for row in report.failed if row.variant == "all"] == [
         "2 crashes: the remaining checks were not run"
     ]
+
+
+def test_a_crash_on_the_operators_own_sample_ends_its_check_at_once(operators_file):
+    start = time.monotonic()
+    report = check_operator(
+        "oc_test::crash_always",
+        [(torch.randn(3, 4), 2.0)],
+        imports=[operators_file],
+        isolate=True,
+        devices=["cpu"],
+    )
+    failed = [(row.check, row.variant) for row in report.failed]
+    assert failed == [("eager", "#0 as given"), ("eager", "all")], report.failed
+    assert report.failed[1].detail == (
+        "crashed on its own sample: the remaining checks were not run"
+    )
+    # One crash and no fresh child per variant (each costs seconds).
+    assert time.monotonic() - start < 60
 
 
 # -- The child's reach: timeout, samples, Ctrl-C --------------------------------
