@@ -51,3 +51,18 @@ def samples_file(tmp_path_factory):
 def operators_file():
     """The file that registers the test operators, for a child process."""
     return checker_operators.OPERATORS_FILE
+
+
+@pytest.fixture
+def valid_report():
+    """A check that a JSON report follows the schema the package ships."""
+    import jsonschema
+    from operator_checker.report import json_schema
+
+    schema = json_schema()
+
+    def check(written):
+        jsonschema.validate(written, schema)
+        return written
+
+    return check

@@ -21,7 +21,7 @@ def check(target, samples, *options):
 
 
 def test_a_correct_operator_exits_0_and_writes_its_reports(
-    samples_file, tmp_path, capsys
+    samples_file, tmp_path, capsys, valid_report
 ):
     report, summary = tmp_path / "report.json", tmp_path / "summary.md"
     status = check(
@@ -38,8 +38,25 @@ def test_a_correct_operator_exits_0_and_writes_its_reports(
     assert written["operators"][0]["operator"] == "oc_test::scale"
     assert written["operators"][0]["passed"] is True
     assert written["not_checked"] == []
-    fields = {"operator", "check", "variant", "outcome", "detail", "fix"}
-    assert all(set(row) == fields for row in written["rows"])
+    valid_report(written)
+    fields = {"operator", "check", "variant", "at", "outcome", "detail", "fix"}
+    assert all(set(row) == {*fields, "seconds"} for row in written["rows"])
+    (gradcheck,) = [row for row in written["rows"] if row["check"] == "gradcheck"]
+    assert gradcheck["at"] == {
+        "sample": 0,
+        "layout": "contiguous",
+        "dtype": "float64",
+        "device": "cpu",
+        "grad": True,
+    }
+    assert gradcheck["seconds"] > 0
+    environment = written["environment"]
+    assert environment["torch"] == torch.__version__
+    assert environment["devices"][0] == "cpu"
+    assert (
+        "torch._dynamo.config.capture_dynamic_output_shape_ops"
+        in (environment["settings"])
+    )
     assert {row["outcome"] for row in written["rows"]} <= set(OUTCOMES)
     ran = {row["check"] for row in written["rows"] if row["outcome"] == "passed"}
     assert ran == {"test_faketensor", "gradcheck"}
@@ -340,3 +357,59 @@ def test_json_to_stdout_and_the_command_as_it_was_typed(samples_file, capsys):
     with pytest.raises(SystemExit):
         main(["--help"], prog="operator-checker")
     assert capsys.readouterr().out.startswith("usage: operator-checker ")
+
+
+# -- Output formats ---------------------------------------------------------------
+
+
+def test_github_annotations_point_at_the_operators_definition(samples_file, capsys):
+    status = check("oc_test::wrong_fake", samples_file, "--only", "test_faketensor",
+                   "--output-format", "github")  # fmt: skip
+    assert status == 1
+    out, err = capsys.readouterr()
+    # One annotation per group of failed rows: the wrong size, and the size
+    # it computes for an empty input.
+    line, empty = out.splitlines()
+    import os
+
+    import checker_operators
+
+    code = checker_operators.wrong_fake._init_fn.__code__
+    file = os.path.relpath(code.co_filename)  # under the working folder
+    assert line.startswith(
+        f"::error file={file},line={code.co_firstlineno},"
+        "title=oc_test%3A%3Awrong_fake test_faketensor%3A failed::"
+    )
+    assert " and 10 more: MetadataMismatchError" in line
+    assert "(fix: Troubleshooting Custom Operators > The two detectors)" in line
+    assert "negative dimension" in empty
+    assert "oc_test::wrong_fake: " in err  # the text report, on stderr
+
+
+def test_junit_has_a_test_case_per_operator_and_check(samples_file, capsys):
+    from xml.etree import ElementTree
+
+    status = check("oc_test::wrong_fake", samples_file, "--output-format", "junit",
+                   "--only", "test_faketensor", "--only", "vmap")  # fmt: skip
+    assert status == 1
+    suite = ElementTree.fromstring(capsys.readouterr().out)
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) >= {
+        "oc_test::wrong_fake[test_faketensor]",
+        "oc_test::wrong_fake[vmap]",
+        "oc_test::wrong_fake[gradcheck]",
+    }
+    assert cases["oc_test::wrong_fake[test_faketensor]"].find("failure") is not None
+    assert cases["oc_test::wrong_fake[vmap]"].find("failure") is None
+    assert cases["oc_test::wrong_fake[gradcheck]"].find("skipped") is not None
+    assert suite.get("failures") == "1"
+
+
+def test_the_markdown_summary_groups_rows_as_the_text_does(samples_file, tmp_path):
+    summary = tmp_path / "summary.md"
+    options = ["--only", "test_faketensor", "--markdown", str(summary)]
+    assert check("oc_test::wrong_fake", samples_file, *options) == 1
+    failed = summary.read_text().split("### Failed")[1]
+    rows = [line for line in failed.splitlines() if line.startswith("| `")]
+    assert len(rows) == 2, rows  # a cause per row: the shape, and an empty size
+    assert "| test_faketensor | #0 contiguous float32 cpu and 10 more |" in rows[0]

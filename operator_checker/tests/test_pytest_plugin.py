@@ -16,7 +16,7 @@ from checker_operators import scale
 from operator_checker.pytest import LIMITATION, operator_tests
 from operator_checker.report import CHECKS
 
-from operator_checker import capture_samples, check_operator, save_samples
+from operator_checker import QUICK_CHECKS, capture_samples, check_operator, save_samples
 
 OPERATOR_TESTS = """
 import torch
@@ -264,3 +264,60 @@ def test_operators_with_the_same_imports_share_one_child_for_the_session(
     result.assert_outcomes(passed=2, failed=1, deselected=3 * (len(CHECKS) - 1))
     assert len(started) == 1, started
     isolation._close_warm()
+
+
+SELECTED = """
+import torch
+from operator_checker.pytest import operator_tests
+
+test_scale = operator_tests(
+    "oc_test::scale",
+    lambda: [(torch.randn(3, 4), 2.0)],
+    imports=["checker_operators"],
+    devices=["cpu"],
+)
+"""
+READY = """
+import pytest
+
+ready = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    ready.append(item.function.operator_checker.result is not None)
+
+
+def pytest_sessionfinish(session):
+    tests = session.items[0].function.operator_checker
+    with open("seen.txt", "w") as file:
+        ran = sorted({r.check for r in tests.result.rows if r.outcome == "passed"})
+        file.write(f"{all(ready)} {tests.quick} {' '.join(ran)}")
+"""
+
+
+def test_k_narrows_the_work_and_the_check_runs_before_any_test(pytester):
+    pytester.makepyfile(test_selected=SELECTED)
+    pytester.makeconftest(READY)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "gradcheck or vmap",
+                                "-rs")  # fmt: skip
+    result.assert_outcomes(passed=3, deselected=len(CHECKS) - 3)
+    ready, quick, *ran = (pytester.path / "seen.txt").read_text().split()
+    # Only the selected checks ran (gradgradcheck's id holds "gradcheck" too:
+    # it was selected and skipped by nothing), and before any test's setup.
+    assert ran == ["gradcheck", "gradgradcheck", "vmap"]
+    assert ready == "True" and quick == "False"
+
+
+def test_quick_from_the_command_line_or_the_ini_file(pytester):
+    pytester.makepyfile(test_selected=SELECTED)
+    pytester.makeconftest(READY)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--operator-checker-quick")
+    result.assert_outcomes(passed=len(QUICK_CHECKS) + 1, skipped=len(CHECKS) - 6)
+    assert (pytester.path / "seen.txt").read_text().split()[1] == "True"
+    pytester.makeini("[pytest]\noperator_checker_quick = true\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=len(QUICK_CHECKS) + 1, skipped=len(CHECKS) - 6)
+    # A skip is reported where the test is, not in the plugin.
+    result.stdout.fnmatch_lines(["SKIPPED * test_selected.py:*quick*"])
+    result.stdout.no_fnmatch_line("*operator_checker/pytest.py*")

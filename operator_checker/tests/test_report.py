@@ -29,7 +29,7 @@ def example_reports():
             see_for("gradcheck", "Jacobian mismatch")),
         Row("vmap", "#0 contiguous float32 cpu", "limitation",
             "vmap fails: the kernel | refuses batches", see_for("vmap", "")),
-        Row("export + load", "#0 contiguous float32 cpu", "passed"),
+        Row("export-load", "#0 contiguous float32 cpu", "passed"),
         Row("layout", "#0 empty cpu", "not applicable", "no empty variant"),
         Row("compiled", "declared", "skipped", "compiled: too slow"),
     ]  # fmt: skip
@@ -38,15 +38,25 @@ def example_reports():
     return [broken, correct]
 
 
-def test_json_rows_carry_exactly_the_documented_fields():
-    written = as_json(example_reports(), [("mylib::gone", "no operator")], seconds=1)
+def test_json_rows_carry_exactly_the_documented_fields(valid_report):
+    written = as_json(
+        example_reports(),
+        [("mylib::gone", "no operator")],
+        seconds=1,
+        operator_checker="1.1.0",
+        command=["operator-checker"],
+        interrupted=False,
+    )
+    valid_report(written)
     assert written["format"] == JSON_FORMAT == "operator_checker.report/2"
     assert written["seconds"] == 1
     assert [r["operator"] for r in written["rows"]] == ["mylib::crop"] * 5 + [
         "mylib::scale"
     ]
     for row in written["rows"]:
-        assert set(row) == {"operator", "check", "variant", "outcome", "detail", "fix"}
+        assert set(row) == {
+            "operator", "check", "variant", "at", "outcome", "detail", "fix", "seconds"
+        }  # fmt: skip
         assert row["outcome"] in OUTCOMES
     assert written["rows"][0]["fix"] == "Custom Python Operators > gradcheck catches it"
     verdicts = {
@@ -64,7 +74,7 @@ def test_markdown_lists_the_failures_and_the_limitations():
     assert "| `mylib::scale` | passed | 0 | 0 | 0 | 0 | 1 |" in text
     assert "GradcheckError: Jacobian mismatch for output 0" in failed
     assert "the kernel \\| refuses batches" in limitations  # the | is escaped
-    assert "export + load" not in text and "no empty variant" not in text
+    assert "export-load" not in text and "no empty variant" not in text
     assert "- `mylib::gone`: no operator" in text.split("### Not checked")[1]
 
 

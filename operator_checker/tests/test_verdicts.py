@@ -79,9 +79,9 @@ def test_without_a_rule_vmap_falls_back_to_a_loop_and_passes():
 
 def test_export_compares_the_sizes_and_strides_the_program_records():
     report = check_operator(
-        wrong_fake, [(sample(), 2.0)], only=["export + load"], dtypes=[], **CPU
+        wrong_fake, [(sample(), 2.0)], only=["export-load"], dtypes=[], **CPU
     )
-    failed = rows(report, "export + load", "failed")
+    failed = rows(report, "export-load", "failed")
     assert failed and all(
         "the exported program says output 0 has size [2, 4], the kernel returns "
         "[3, 4]" in row.detail
@@ -90,17 +90,17 @@ def test_export_compares_the_sizes_and_strides_the_program_records():
     ), failed
     assert failed[0].see.endswith("> Output sizes computed from input sizes")
     strides = check_operator(
-        wrong_strides, [(sample(),)], only=["export + load"], dtypes=[], **CPU
+        wrong_strides, [(sample(),)], only=["export-load"], dtypes=[], **CPU
     )
-    (permuted,) = rows(strides, "export + load", "failed")
+    (permuted,) = rows(strides, "export-load", "failed")
     assert "permuted" in permuted.variant
     assert "has strides [1, 3], the kernel returns [4, 1]" in permuted.detail
     assert permuted.see.endswith("> Fake kernel with the wrong strides")
 
 
 def test_zero_forward_tangents_say_what_they_mean_to_a_user():
-    report = check_operator(scale, [(sample(), 2.0)], only=["forward AD"], **CPU)
-    (row,) = rows(report, "forward AD")
+    report = check_operator(scale, [(sample(), 2.0)], only=["forward-ad"], **CPU)
+    (row,) = rows(report, "forward-ad")
     assert row.outcome == "limitation"
     assert "return zero tangents, silently" in row.detail
     assert row.see.endswith("> Forward-mode AD returns no tangent")

@@ -735,14 +735,14 @@ CHECK_FUNCTIONS = {
     "layout": check_layout,
     "gradcheck": check_gradcheck,
     "gradgradcheck": check_gradgradcheck,
-    "forward AD": check_forward_ad,
+    "forward-ad": check_forward_ad,
     "vmap": check_vmap,
     "compiled": check_compiled,
-    "compiled dynamic": check_compiled_dynamic,
-    "export + load": check_export,
-    "export decomposed": check_export_decomposed,
+    "compiled-dynamic": check_compiled_dynamic,
+    "export-load": check_export,
+    "export-decomposed": check_export_decomposed,
     "recompiles": check_recompiles,
 }
 OPCHECK_TESTS = CHECKS[1:5]
-GRADIENT_CHECKS = ("gradcheck", "gradgradcheck", "forward AD")
+GRADIENT_CHECKS = ("gradcheck", "gradgradcheck", "forward-ad")
 ONCE_PER_SAMPLE = (*GRADIENT_CHECKS, "vmap", "recompiles")

@@ -1,12 +1,16 @@
 """The command: ``python -m operator_checker TARGET ... --samples FILE``.
 
+With no TARGET, it checks what ``[tool.operator_checker]`` in the project's
+``pyproject.toml`` names (see ``operator_checker.config``); options on the
+command line take precedence over the file's, and declarations add to its.
+
 Exit status, one meaning each:
 
 * 0: every operator was checked and no row failed;
 * 1: a row failed (a bug of an operator);
-* 2: the checker could not run: a bad target, option or samples source, an
-  import that fails, samples that do not fit the schema; one line on stderr
-  names what to fix;
+* 2: the checker could not run: a bad target, option, configuration or
+  samples source, an import that fails, samples that do not fit the schema;
+  one line on stderr names what to fix;
 * 3: the checker itself failed (a bug of the checker): one line, no
   traceback;
 * 5: nothing was checked (every check left out), as pytest's 5;
@@ -22,16 +26,21 @@ import sys
 import time
 
 import operator_checker
+from operator_checker.config import ConfigError, load
 from operator_checker.isolation import Interrupted, Job, JobError, run_jobs
-from operator_checker.report import QUICK_CHECKS, RUNNABLE, Report, left_out
+from operator_checker.report import (
+    DTYPE_NAMES,
+    QUICK_CHECKS,
+    RUNNABLE,
+    Report,
+    check_id,
+    left_out,
+)
 
 OK, FAILED, CANNOT_RUN, INTERNAL, NOTHING_CHECKED, INTERRUPTED = 0, 1, 2, 3, 5, 130
 # The device types --device and --skip may name (torch's, without importing it).
 DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "hpu", "mtia", "meta", "privateuseone")
-
-# The floating-point dtypes the checker converts samples to (variants.DTYPES,
-# named here so that the command's parent process need not import torch).
-DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
+FORMATS = ("text", "json", "markdown", "github", "junit")
 
 EXAMPLES = """\
 examples:
@@ -44,8 +53,10 @@ examples:
         --samples samples.pt
     python -m operator_checker mylib::op --import mylib \\
         --samples tests/ops.py:samples --quick
-    python -m operator_checker mypkg.ops:crop --samples samples.pt \\
-        --json report.json
+    python -m operator_checker torchvision::roi_align --import torchvision \\
+        --samples samples.pt --nondifferentiable "rois=holds image indices"
+  or name all of it in pyproject.toml's [tool.operator_checker], and run
+    python -m operator_checker --output-format github
 
 exit status: 0 no row failed, 1 a row failed, 2 the checker could not run,
 3 the checker failed, 5 nothing was checked, 130 interrupted.
@@ -65,28 +76,40 @@ def parser(prog="python -m operator_checker"):
     )
     parse.add_argument(
         "targets",
-        nargs="+",
+        nargs="*",
         metavar="TARGET",
         help="ns::name, ns::name.overload, torch.ops.ns.name or "
-        "package.module:attribute",
+        "package.module:attribute (default: the targets of [tool.operator_checker])",
+    )
+    parse.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read [tool.operator_checker] from FILE (default: the first "
+        "pyproject.toml with one, from this folder upwards)",
     )
     parse.add_argument(
         "--import",
         dest="imports",
         action="append",
-        default=[],
         metavar="MODULE",
         help="import MODULE (or run FILE.py, or load LIBRARY.so) first: what registers "
         "the operators; repeat for several",
     )
     parse.add_argument(
         "--samples",
-        required=True,
         metavar="SOURCE",
         help="a file written by operator_checker.save_samples, or module:function "
-        "returning samples ({operator: [samples]} or a list for one operator)",
+        "returning samples ({operator: [samples]} or a list for any operator)",
     )
-    parse.add_argument("--json", metavar="FILE", help="write every row as JSON")
+    parse.add_argument(
+        "--output-format",
+        choices=FORMATS,
+        help="what to print on stdout: the report as text (default), JSON, "
+        "Markdown, GitHub annotations or JUnit XML",
+    )
+    parse.add_argument(
+        "--json", metavar="FILE", help="write every row as JSON (-: to stdout)"
+    )
     parse.add_argument(
         "--markdown",
         metavar="FILE",
@@ -100,14 +123,51 @@ def parser(prog="python -m operator_checker"):
     )
     parse.add_argument(
         "--skip",
-        metavar="NAME",
+        metavar="NAME[=REASON]",
         action="append",
         default=[],
-        help="leave out a check, a layout, a dtype or a device (repeat)",
+        help="leave out a check, a layout, a dtype or a device, with your reason "
+        "(repeat)",
+    )
+    parse.add_argument(
+        "--limitation",
+        metavar="CHECK=REASON",
+        action="append",
+        default=[],
+        help="a check whose failures are known, by design (repeat)",
+    )
+    parse.add_argument(
+        "--nondifferentiable",
+        metavar="ARG=REASON",
+        action="append",
+        default=[],
+        help="an argument the gradient checks leave alone (repeat)",
+    )
+    parse.add_argument(
+        "--indices",
+        metavar="ARG=REASON",
+        action="append",
+        help="an argument that holds indices, offsets or lengths (repeat; "
+        "default: every integer or bool tensor); --indices none: none does",
+    )
+    parse.add_argument(
+        "--no-exact",
+        dest="exact",
+        action="store_false",
+        default=None,
+        help="compare compiled, exported and batched results within tolerance, "
+        "not bit for bit",
+    )
+    parse.add_argument(
+        "--nondet-tol",
+        type=float,
+        metavar="TOLERANCE",
+        help="the run-to-run difference a nondeterministic kernel may show",
     )
     parse.add_argument(
         "--quick",
         action="store_true",
+        default=None,
         help=f"the fast checks ({', '.join(QUICK_CHECKS)}) on the "
         "samples as given: for a pre-commit hook",
     )
@@ -130,7 +190,6 @@ def parser(prog="python -m operator_checker"):
     parse.add_argument(
         "--timeout",
         type=positive,
-        default=300.0,
         metavar="SECONDS",
         help="the child process may stay silent this long, importing included; "
         "a step that takes longer is a failed row (default 300)",
@@ -143,7 +202,9 @@ def parser(prog="python -m operator_checker"):
     )
     parse.add_argument(
         "--no-isolate",
-        action="store_true",
+        dest="isolate",
+        action="store_false",
+        default=None,
         help="run in this process (faster to start; a crash ends the run)",
     )
     parse.add_argument(
@@ -199,6 +260,17 @@ def writable(path, option):
         raise JobError(f"{option} {path}: cannot be written")
 
 
+def reasons(pairs, option, reason_needed=True):
+    """``{name: reason}`` from ``NAME=REASON`` arguments."""
+    found = {}
+    for pair in pairs or ():
+        name, equals, reason = pair.partition("=")
+        if not name or (reason_needed and not reason.strip()):
+            raise JobError(f"{option} {pair}: write NAME=REASON")
+        found[name.strip()] = reason.strip() or option
+    return found
+
+
 def main(argv=None, prog=None):
     """Run the command; the exit status (see the module's docstring)."""
     try:
@@ -211,30 +283,66 @@ def main(argv=None, prog=None):
         return fail(f"internal: {type(error).__name__}: {text}", INTERNAL)
 
 
+def settings(args, config):
+    """The run's options: the command line's over the configuration's."""
+    chosen = dict(config.options)
+    for key in ("imports", "only", "dtypes", "devices"):
+        if getattr(args, key):
+            chosen[key] = getattr(args, key)
+    for key in ("samples", "output_format", "json", "markdown", "timeout"):
+        if getattr(args, key) is not None:
+            chosen[key] = getattr(args, key)
+    for key in ("quick", "isolate"):
+        if getattr(args, key) is not None:
+            chosen[key] = getattr(args, key)
+    if args.targets:
+        chosen["targets"] = args.targets
+    return chosen
+
+
+def declared(args):
+    """The declarations of the command line, for every target."""
+    found = {
+        "skip": reasons(args.skip, "--skip", reason_needed=False),
+        "limitations": reasons(args.limitation, "--limitation"),
+        "nondifferentiable": reasons(args.nondifferentiable, "--nondifferentiable"),
+    }
+    if args.indices == ["none"]:
+        found["indices"] = {}
+    elif args.indices:
+        found["indices"] = reasons(args.indices, "--indices")
+    if args.exact is not None:
+        found["exact"] = args.exact
+    if args.nondet_tol is not None:
+        found["nondet_tol"] = args.nondet_tol
+    return found
+
+
 def run(argv=None, prog=None):
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parser(prog or "python -m operator_checker").parse_args(arguments)
-    unknown_dtypes = [name for name in args.dtypes or [] if name not in DTYPE_NAMES]
+    try:
+        config = load(args.config)
+        chosen = settings(args, config)
+        from_command = declared(args)
+    except (ConfigError, JobError) as error:
+        return fail(str(error))
+    targets = chosen.get("targets")
+    if not targets:
+        return fail("no TARGET: name one, or list targets in [tool.operator_checker]")
+    if not chosen.get("samples"):
+        return fail("no samples: give --samples, or samples in [tool.operator_checker]")
+    dtypes = chosen.get("dtypes") or list(DTYPE_NAMES)
+    unknown_dtypes = [name for name in dtypes if name not in DTYPE_NAMES]
     if unknown_dtypes:
         names = ", ".join(DTYPE_NAMES)
         return fail(f"--dtype {unknown_dtypes[0]}: not one of {names}")
-    for device in args.devices or []:
+    for device in chosen.get("devices") or []:
         if device.partition(":")[0] not in DEVICE_TYPES:
-            return fail(
-                f"--device {device}: not a device type ({', '.join(DEVICE_TYPES)})"
-            )
-    options = {
-        "devices": args.devices,
-        "dtypes": args.dtypes or list(DTYPE_NAMES),
-        "exact": True,
-        "nondet_tol": 0.0,
-        "nondifferentiable": {},
-        "indices": None,
-        "skip": dict.fromkeys(args.skip, "--skip"),
-        "limitations": {},
-        "quick": args.quick,
-    }
-    for name in args.only or []:
+            known = ", ".join(DEVICE_TYPES)
+            return fail(f"--device {device}: not a device type ({known})")
+    only = chosen.get("only")
+    for name in map(check_id, only or []):
         if name not in RUNNABLE:
             close = difflib.get_close_matches(name, RUNNABLE, n=1)
             guess = f" (did you mean {close[0]}?)" if close else ""
@@ -242,19 +350,38 @@ def run(argv=None, prog=None):
                 f"--only {name}: not a check one can run{guess}; the checks: "
                 f"{', '.join(RUNNABLE)}"
             )
-    options["skip"].update(left_out(args.only, args.quick, options["skip"]))
-    if not set(RUNNABLE) - set(options["skip"]):
-        return fail("every check is left out: nothing to check", NOTHING_CHECKED)
+    jobs = []
+    for target in targets:
+        declarations = config.for_operator(target)
+        for key, value in from_command.items():
+            if isinstance(value, dict) and value:
+                declarations[key] = {**declarations.get(key, {}), **value}
+            elif not isinstance(value, dict) or key == "indices":
+                declarations[key] = value
+        skip = {check_id(k): v for k, v in declarations.get("skip", {}).items()}
+        options = {
+            "devices": chosen.get("devices"),
+            "dtypes": dtypes,
+            "exact": declarations.get("exact", True),
+            "nondet_tol": declarations.get("nondet_tol", 0.0),
+            "nondifferentiable": declarations.get("nondifferentiable", {}),
+            "indices": declarations.get("indices"),
+            "skip": skip,
+            "limitations": declarations.get("limitations", {}),
+            "quick": bool(chosen.get("quick")),
+        }
+        options["skip"].update(left_out(only, options["quick"], skip))
+        if not set(RUNNABLE) - set(options["skip"]):
+            return fail("every check is left out: nothing to check", NOTHING_CHECKED)
+        jobs.append(Job(target, "", None, list(chosen.get("imports", [])), options))
     try:
-        source = samples_source(args.samples)
-        writable(args.json, "--json")
-        writable(args.markdown, "--markdown")
+        source = samples_source(chosen["samples"])
+        writable(chosen.get("json"), "--json")
+        writable(chosen.get("markdown"), "--markdown")
     except JobError as error:
         return fail(str(error))
-    jobs = [
-        Job(target, source, None, list(args.imports), options)
-        for target in args.targets
-    ]
+    for job in jobs:
+        job.samples = source
     echo = None
     if args.verbose or sys.stderr.isatty():
 
@@ -262,18 +389,19 @@ def run(argv=None, prog=None):
             print(f"  {line}", file=sys.stderr, flush=True)
 
     start = time.perf_counter()
-    if args.no_isolate:
-        results = in_process(jobs)
+    timeout = float(chosen.get("timeout", 300.0))
+    if chosen.get("isolate", True):
+        results = run_jobs(jobs, timeout=timeout, echo=echo)
     else:
-        results = run_jobs(jobs, timeout=args.timeout, echo=echo)
+        results = in_process(jobs)
     seconds = time.perf_counter() - start
     command = [prog or "python -m operator_checker", *arguments]
-    return finish(args, jobs, results, seconds, command)
+    return finish(chosen, jobs, results, seconds, command)
 
 
 def in_process(jobs):
     """The jobs in this process (``--no-isolate``); Ctrl-C keeps what finished."""
-    from operator_checker.core import run_checks
+    from operator_checker.core import environment, location, run_checks
     from operator_checker.isolation import job_inputs, one_line
 
     results = []
@@ -284,6 +412,7 @@ def in_process(jobs):
             results.append(JobError(one_line(error)))
             continue
         report = Report(job.target)
+        report.environment, report.location = environment(), location(op)
         try:
             results.append(run_checks(op, samples, **options, report=report))
         except (TypeError, ValueError) as error:
@@ -298,9 +427,9 @@ def in_process(jobs):
     return results
 
 
-def finish(args, jobs, results, seconds, command):
+def finish(chosen, jobs, results, seconds, command):
     """Print the reports, write the files asked for, and give the exit status."""
-    from operator_checker.report import as_json, as_markdown
+    from operator_checker.report import as_github, as_json, as_junit, as_markdown
 
     reports = [r for r in results if isinstance(r, Report)]
     errors = [
@@ -311,27 +440,37 @@ def finish(args, jobs, results, seconds, command):
     interrupted = any(
         isinstance(r, Interrupted) or getattr(r, "interrupted", False) for r in results
     )
-    out = sys.stderr if args.json == "-" else sys.stdout
-    for report in reports:
-        print(report, file=out)
-    for target, message in errors:
-        print(f"{target}: not checked: {message}", file=out)
+    environment = next((r.environment for r in reports if r.environment), None)
     about = {
         "operator_checker": operator_checker.__version__,
         "command": command,
         "seconds": round(seconds, 2),
         "interrupted": interrupted,
     }
-    if args.json:
-        text = json.dumps(as_json(reports, errors, **about), indent=1)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w") as file:
-                file.write(text)
-    if args.markdown:
-        with open(args.markdown, "w") as file:
-            file.write(as_markdown(reports, errors))
+    written = {
+        "json": lambda: (
+            json.dumps(as_json(reports, errors, environment, **about), indent=1) + "\n"
+        ),
+        "markdown": lambda: as_markdown(reports, errors),
+        "github": lambda: as_github(reports, errors),
+        "junit": lambda: as_junit(reports, errors),
+    }
+    output = chosen.get("output_format") or (
+        "json" if chosen.get("json") == "-" else "text"
+    )
+    # The text report goes to stdout, or to stderr when stdout holds another.
+    text = sys.stdout if output == "text" else sys.stderr
+    for report in reports:
+        print(report, file=text)
+    for target, message in errors:
+        print(f"{target}: not checked: {message}", file=text)
+    if output != "text":
+        sys.stdout.write(written[output]())
+    for kind in ("json", "markdown"):
+        path = chosen.get(kind)
+        if path and path != "-":
+            with open(path, "w") as file:
+                file.write(written[kind]())
     failed = sum(len(r.failed) for r in reports)
     checked = [r for r in reports if r.checked]
     unchecked = len(reports) - len(checked)
@@ -342,7 +481,7 @@ def finish(args, jobs, results, seconds, command):
         + (f", {len(errors)} not checked" if errors else "")
         + (", interrupted" if interrupted else "")
         + f" in {seconds:.1f} s",
-        file=out,
+        file=text,
     )
     if interrupted:
         return fail("interrupted: the reports hold what finished", INTERRUPTED)

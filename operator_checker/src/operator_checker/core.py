@@ -53,6 +53,7 @@ from operator_checker.report import (
     Report,
     Row,
     cause,
+    check_id,
     deepest,
     left_out,
     quiet,
@@ -127,7 +128,8 @@ def gradient_status(run, variant, report, steps):
             where, see = f"#{variant.index} {variant.device}", see_for("gradients", "")
             step = ("no gradient", variant.index, variant.device, name)
             if steps.wanted("gradients", step, where):
-                report.add(Row("gradients", where, "limitation", said, see, rank=2))
+                at = {"sample": variant.index, "device": variant.device}
+                report.add(Row("gradients", where, "limitation", said, see, 2, at))
     reached = {n for (t, n), g in zip(inputs, grads, strict=True) if g is not None}
     return reached or Outcome("limitation", NO_GRADIENT)
 
@@ -154,11 +156,11 @@ def no_gradient_reason(variant, names):
 def verdict(run, variant, check, result, limitations):
     if isinstance(result, Failed):  # the check says what failed, in full
         see = see_for(check, str(result))
-        return Row(check, variant.name, "failed", str(result), see, rank(variant))
+        return variant_row(variant, check, "failed", str(result), see)
     if result is None or isinstance(result, str):
         if variant.given:
             run.passed_as_given.add((variant.index, check))
-        return Row(check, variant.name, "passed", result or "", rank=rank(variant))
+        return variant_row(variant, check, "passed", result or "")
     if isinstance(result, Outcome):
         outcome, detail = result.outcome, result.detail
     elif isinstance(result, CheckerCannot) or isinstance(
@@ -210,11 +212,19 @@ def verdict(run, variant, check, result, limitations):
         see = see_for("layout", detail)
     if variant.given and outcome == "passed":
         run.passed_as_given.add((variant.index, check))
-    return Row(check, variant.name, outcome, detail, see, rank=rank(variant))
+    return variant_row(variant, check, outcome, detail, see)
 
 
 # The section a failure is sent to when nothing in it names a cause.
 GENERAL = "Which check catches which mistake"
+
+
+def variant_row(variant, check, outcome, detail, see=""):
+    """A row about ``variant``: its label, rank and fields."""
+    layout, dtype = variant.name.split()[1], dtype_name(variant.dtype)
+    at = {"sample": variant.index, "layout": layout, "dtype": dtype,
+          "device": variant.device, "grad": variant.grad}  # fmt: skip
+    return Row(check, variant.name, outcome, detail, see, rank(variant), at)
 
 
 def rank(variant):
@@ -294,9 +304,9 @@ def plan(variant, gradient_variant):
         or variant.layout in ("permuted", "empty")
         or (variant.grad and variant.layout == "contiguous")
     ):
-        checks.append("compiled dynamic")
+        checks.append("compiled-dynamic")
     if not variant.grad:
-        checks += ["export + load", "export decomposed"]
+        checks += ["export-load", "export-decomposed"]
     if variant.given:
         checks.append("recompiles")
     return checks
@@ -349,7 +359,8 @@ def variants_of(
             add("empty", own, device, False, emptied, label)
         elif not isinstance(sizes, Crashed):  # a crash is a failed row already
             why = f"no empty variant: {sizes}"
-            rows.append(Row("eager", where, "not applicable", why, rank=5))
+            at = {"sample": index, "device": device}
+            rows.append(Row("eager", where, "not applicable", why, 5, at))
         if floats:
             for dtype in (d for d in dtypes if d != own):
                 add("contiguous", dtype, device, False, convert(sample, device, dtype))
@@ -391,13 +402,13 @@ def eager_row(run, variant):
         said = cause(error)
         if variant.given:
             detail = f"refuses its own sample: {said}"
-            return Row("eager", variant.name, "failed", detail, rank=0)
+            return variant_row(variant, "eager", "failed", detail)
         if variant.layout in LAYOUTS:
             detail = f"refuses {variant.layout} inputs: {said}"
             see = see_for("eager", said)
-            return Row("eager", variant.name, "limitation", detail, see, rank(variant))
+            return variant_row(variant, "eager", "limitation", detail, see)
         detail = f"the kernel refuses it: {said}"
-        return Row("eager", variant.name, "not applicable", detail, rank=rank(variant))
+        return variant_row(variant, "eager", "not applicable", detail)
     differs = unwritten_memory(run, variant, first)
     if differs is None:
         return None
@@ -412,7 +423,7 @@ def eager_row(run, variant):
     # it is wrong whatever the layout, and no section of the course teaches
     # that fix.
     see = see_for("eager", detail) if variant.layout in LAYOUTS else ""
-    return Row("eager", variant.name, "failed", detail, see, rank(variant))
+    return variant_row(variant, "eager", "failed", detail, see)
 
 
 def unwritten_memory(run, variant, first):
@@ -448,7 +459,7 @@ def declarations(overload, nondifferentiable, skip, limitations, devices, indice
         for name in names:
             if name not in arguments:
                 raise ValueError(
-                    f"{option}: {overload} has no argument {name!r}"
+                    f"{option}: {overload._schema.name} has no argument {name!r}"
                     + suggestion(name, arguments)
                     + f"; its arguments: {', '.join(arguments)}"
                 )
@@ -578,14 +589,14 @@ def check_operator(
       (every variant);
     * ``layout``: outputs and gradients on a variant equal those on its
       row-major copy (the other layouts);
-    * ``gradcheck``, ``gradgradcheck``, ``forward AD``: first and second
+    * ``gradcheck``, ``gradgradcheck``, ``forward-ad``: first and second
       derivatives, and forward mode, against finite differences (float64
       with gradients, on the arguments a backward reaches);
     * ``vmap``: ``torch.func.vmap`` against a loop (the sample);
-    * ``compiled``, ``compiled dynamic``: ``torch.compile(fullgraph=True)``
+    * ``compiled``, ``compiled-dynamic``: ``torch.compile(fullgraph=True)``
       with Inductor gives the eager results bit for bit, and the gradients
       within tolerance;
-    * ``export + load``, ``export decomposed``: ``torch.export``, saved and
+    * ``export-load``, ``export-decomposed``: ``torch.export``, saved and
       loaded, or after ``run_decompositions()``, records the sizes, strides
       and dtypes the kernel returns, and gives the eager results;
     * ``recompiles``: one dynamic compilation serves larger sizes.
@@ -613,7 +624,8 @@ def check_operator(
     With ``isolate=False`` the checks compile in this process, each a
     function of its own: nothing this process compiled before is discarded.
     """
-    skip, limitations = dict(skip or {}), dict(limitations or {})
+    skip = {check_id(k): v for k, v in dict(skip or {}).items()}
+    limitations = {check_id(k): v for k, v in dict(limitations or {}).items()}
     skip.update(left_out(only, quick, skip))
     options = dict(
         devices=devices,
@@ -667,7 +679,8 @@ def run_checks(
     if indices is not None and not isinstance(indices, dict):
         indices = dict.fromkeys(indices, "declared")
     skip_grad = set(nondifferentiable)
-    skip, limitations = dict(skip or {}), dict(limitations or {})
+    skip = {check_id(k): v for k, v in dict(skip or {}).items()}
+    limitations = {check_id(k): v for k, v in dict(limitations or {}).items()}
     overloads = [overload_for(op, sample) for sample in samples]
     declarations(overloads[0], nondifferentiable, skip, limitations, devices, indices)
     report = report or Report(operator_name(overloads[0]))
@@ -729,7 +742,8 @@ def scan_writes(run, sample, declared, report, index):
             f"the checker could not scan the sample for undeclared writes: "
             f"{cause(error)}; test_schema still compares the arguments"
         )
-        report.add(Row("eager", f"#{index} as given", "not applicable", said, rank=0))
+        at = {"sample": index}
+        report.add(Row("eager", f"#{index} as given", "not applicable", said, 0, at))
         return frozenset(declared)
 
 
@@ -778,16 +792,13 @@ def run_variant(run, variant, report, skip, limitations, steps):
                 for check in checks:
                     if steps.wanted(check, variant.key, variant.name):
                         report.add(
-                            Row(check, variant.name, "not applicable", why,
-                                rank=rank(variant))
+                            variant_row(variant, check, "not applicable", why)
                         )  # fmt: skip
                 return
             why = f"the variant it runs on is refused: {refused.detail}"
         for check in (c for c in checks if c in ONCE_PER_SAMPLE):
             if steps.wanted(check, variant.key, variant.name):
-                report.add(
-                    Row(check, variant.name, "not applicable", why, rank=rank(variant))
-                )
+                report.add(variant_row(variant, check, "not applicable", why))
         return
     for check in checks:
         if not steps.wanted(check, variant.key, variant.name):
@@ -814,5 +825,82 @@ def run_variant(run, variant, report, skip, limitations, steps):
                 result = error
             timed = check
         row = verdict(run, variant, check, result, limitations)
+        row.seconds = time.perf_counter() - start
         report.add(row)
         report.spent(timed, start)
+
+
+def environment():
+    """Where the checks ran: torch, Python, the platform, the devices, and the
+    compiler settings and variables that change verdicts."""
+    import os
+    import platform
+
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices += [
+            f"cuda:{i} ({torch.cuda.get_device_name(i)})"
+            for i in range(torch.cuda.device_count())
+        ]
+    dynamo, inductor = torch._dynamo.config, torch._inductor.config
+    settings = {
+        f"torch._dynamo.config.{name}": getattr(dynamo, name)
+        for name in (
+            "capture_dynamic_output_shape_ops",
+            "capture_scalar_outputs",
+            "assume_static_by_default",
+            "automatic_dynamic_shapes",
+        )
+        if hasattr(dynamo, name)
+    }
+    settings.update(
+        {
+            f"torch._inductor.config.{name}": getattr(inductor, name)
+            for name in ("fallback_random", "freezing", "cpp_wrapper")
+            if hasattr(inductor, name)
+        }
+    )
+    variables = {
+        key: value
+        for key, value in sorted(os.environ.items())
+        if re.match(r"(TORCH|PYTORCH|TORCHINDUCTOR|TORCHDYNAMO|CUDA_VISIBLE)", key)
+    }
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "devices": devices,
+        "settings": settings,
+        "variables": variables,
+    }
+
+
+def location(op):
+    """Where ``op`` is defined, as ``(file, line)`` relative to the working
+    folder where it is under it; None where it is not known (a C++ operator
+    built elsewhere)."""
+    import os
+
+    from torch._library.custom_ops import OPDEFS
+
+    overload = getattr(op, "_opoverload", op)
+    name = getattr(overload, "_schema", None)
+    name = name.name if name is not None else getattr(op, "_qualified_op_name", None)
+    found = None
+    definition = OPDEFS.get(name) if name else None  # a custom_op's CustomOpDef
+    function = getattr(op, "_init_fn", None)
+    if function is None and definition is not None:
+        function = definition._init_fn
+    if function is not None:
+        code = function.__code__
+        found = (code.co_filename, code.co_firstlineno)
+    elif name:
+        dumped = torch._C._dispatch_dump(name)
+        match = re.search(r"registered at (.+?):(\d+)", dumped)
+        if match:
+            found = (match.group(1), int(match.group(2)))
+    if found is None or not os.path.isfile(found[0]):
+        return None
+    file = os.path.abspath(found[0])
+    here = os.getcwd() + os.sep
+    return (file[len(here) :] if file.startswith(here) else file, found[1])

@@ -265,9 +265,13 @@ class Progress:
     spent: dict = dataclasses.field(default_factory=dict)  # dead children's
     variants: int = 0
     crashes: int = 0
+    location: tuple = None
+    environment: dict = None
 
     def add(self, row):
-        key = dataclasses.astuple(row)
+        fields = dataclasses.asdict(row)
+        fields.pop("seconds")  # a row emitted again took other seconds
+        key = json.dumps(fields, sort_keys=True)
         if key not in self.seen:
             self.seen.add(key)
             self.rows.append(row)
@@ -277,6 +281,8 @@ class Progress:
         report.rows = list(self.rows)
         report.seconds = add_seconds(self.spent, self.seconds)
         report.interrupted = interrupted
+        report.location = self.location
+        report.environment = self.environment
         return report
 
 
@@ -318,6 +324,10 @@ def run_jobs(jobs, timeout=300.0, echo=None, keep=None, extra_path=()):
                         if kind == "finished":
                             outcome = "finished"
                             break
+                        if kind == "environment":
+                            for progress in state:
+                                progress.environment = event["environment"]
+                            continue
                         index = event["job"]
                         current = max(current, index)
                         if kind == "start":
@@ -343,6 +353,7 @@ def run_jobs(jobs, timeout=300.0, echo=None, keep=None, extra_path=()):
                                 jobs[index].done.append(list(pending[1:3]))
                         elif kind == "done":
                             progress = state[index]
+                            progress.location = event.get("location")
                             progress.operator = event["operator"]
                             progress.variants = event["variants"]
                             progress.seconds = event["seconds"]
@@ -634,8 +645,9 @@ def child(spec_path):
         except OSError:
             return 0
 
-    from operator_checker.core import Steps, run_checks
+    from operator_checker.core import Steps, environment, location, run_checks
 
+    emit(event="environment", environment=environment())
     for index, job in enumerate(spec["jobs"]):
         if index < spec["first"]:
             continue
@@ -677,6 +689,7 @@ def child(spec_path):
             operator=report.operator,
             variants=report.variants,
             seconds=report.seconds,
+            location=location(op),
         )
     emit(event="finished")
     events.close()

@@ -41,12 +41,18 @@ has the package. Without the package installed, add
 """
 
 import os
-import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from operator_checker.report import CHECKS, check_only
+from operator_checker.report import (
+    CHECKS,
+    OPERATOR_NAME,
+    RUNNABLE,
+    check_id,
+    check_only,
+)
 
 LIMITATION = "operator_checker limitation"  # the name of a recorded property
 OPTIONS = (
@@ -64,7 +70,6 @@ OPTIONS = (
     "timeout",
 )
 SHOWN = 5  # the causes a message lists before saying how many more
-OPERATOR_NAME = re.compile(r"^(?:torch\.ops\.)?(\w+)(?:::|\.)(\w+)(?:\.\w+)?$")
 
 
 class NotChecked(Exception):
@@ -77,6 +82,8 @@ class OperatorTests:
     def __init__(self, op, samples, options):
         self.op, self.samples, self.options = op, samples, options
         self.result = None  # a Report, or the exception that stopped the check
+        self.selected = None  # the checks the session selected (-k), if fewer
+        self.quick = False  # --operator-checker-quick, or its ini key
 
     @property
     def name(self):
@@ -106,6 +113,15 @@ class OperatorTests:
 
             samples = self.chosen(as_samples(samples), "the samples")
         options = {"isolate": True, **self.options}
+        if self.quick:
+            options["quick"] = True
+        if self.selected is not None:
+            # Only what the session runs: -k "test_nms and gradcheck" checks
+            # gradcheck alone (the calls that make the variants always run).
+            wanted = [c for c in CHECKS if c in self.selected and c in RUNNABLE]
+            if options.get("only") is not None:
+                wanted = [c for c in wanted if c in map(check_id, options["only"])]
+            options["only"] = wanted
         options["imports"] = [
             str(find(what, test_file, rootdir, "imports"))
             if what.endswith((".py", ".so", ".dylib", ".dll"))
@@ -126,7 +142,7 @@ class OperatorTests:
         if isinstance(self.op, str):
             match = OPERATOR_NAME.match(self.op)
             if match:
-                wanted.add("::".join(match.groups()))
+                wanted.add("::".join(match.groups()[:2]))
         else:
             from operator_checker.samples import qualified_name
 
@@ -187,12 +203,78 @@ def operator_tests(op, samples, **options):
     check_only(options.get("only"))
     tests = OperatorTests(op, samples, options)
 
+    # One xdist group per operator: under --dist loadgroup, its tests run in
+    # one worker, which checks it once.
+    @pytest.mark.xdist_group(f"operator_checker {tests.name}")
     @pytest.mark.parametrize("check", CHECKS)
     def test_operator(check, operator_checker_report, request):
         check_verdict(operator_checker_report, check, request.node.user_properties)
 
     test_operator.operator_checker = tests
+    # Where the tests are defined, for pytest's locations (a skip's line, a
+    # failure's header): the line that called operator_tests, not this file.
+    caller = sys._getframe(1)
+    test_operator.__code__ = test_operator.__code__.replace(
+        co_filename=caller.f_code.co_filename, co_firstlineno=caller.f_lineno
+    )
     return test_operator
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("operator_checker")
+    group.addoption(
+        "--operator-checker-quick",
+        action="store_true",
+        help="operator_tests run the fast checks alone, on the samples as given "
+        "(a pre-commit hook's run)",
+    )
+    parser.addini(
+        "operator_checker_quick",
+        type="bool",
+        default=False,
+        help="operator_tests run the fast checks alone (as --operator-checker-quick)",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """Narrow each operator's check to the tests the session selected (after
+    -k and -m deselected the others), and apply the quick option."""
+    quick = config.getoption("operator_checker_quick", False) or config.getini(
+        "operator_checker_quick"
+    )
+    selected = {}
+    for item in items:
+        tests = getattr(getattr(item, "function", None), "operator_checker", None)
+        if tests is not None:
+            selected.setdefault(id(tests), (tests, set()))[1].add(
+                item.callspec.params["check"]
+            )
+    for tests, checks in selected.values():
+        tests.quick = bool(quick)
+        tests.selected = None if set(CHECKS) <= checks else checks
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    """Check every selected operator before the first test runs, so that no
+    test's setup pays for it (``--durations`` shows the tests as they are);
+    in an xdist worker, which does not know which tests it will be sent, the
+    first test of an operator checks it instead."""
+    if (
+        not hasattr(session.config, "workerinput")
+        and not session.config.option.collectonly
+    ):
+        seen = set()
+        for item in session.items:
+            tests = getattr(getattr(item, "function", None), "operator_checker", None)
+            if tests is not None and id(tests) not in seen:
+                seen.add(id(tests))
+                try:
+                    tests.report(item.path, session.config.rootpath)
+                except NotChecked:
+                    pass  # every test of the operator says so
+    return (yield)
 
 
 @pytest.fixture
@@ -233,13 +315,18 @@ def check_verdict(report, check, properties):
     if check == "eager" or {row.outcome for row in rows} & {"passed", "limitation"}:
         return  # eager's rows are only what the kernel refused, or crashed on
     if not rows:
-        pytest.skip(f"no variant of the samples calls for {check}")
+        skip(f"no variant of the samples calls for {check}")
     reasons = [
         said(g) if g[0].outcome == "skipped" else f"not applicable on {said(g)}"
         for g in groups(report, check)
     ]
     more = f"; and {len(reasons) - SHOWN} more" if len(reasons) > SHOWN else ""
-    pytest.skip("; ".join(reasons[:SHOWN]) + more)
+    skip("; ".join(reasons[:SHOWN]) + more)
+
+
+def skip(reason):
+    """Skip the running test, reported at its own location, not this file's."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def groups(report, check, outcome=None):

@@ -23,6 +23,7 @@ import time
 import warnings
 
 OUTCOMES = ("failed", "limitation", "not applicable", "skipped", "passed")
+# Each check's stable id, as --only, --skip, the JSON and pytest's ids name it.
 CHECKS = (
     "eager",
     "test_schema",
@@ -33,17 +34,40 @@ CHECKS = (
     "gradients",
     "gradcheck",
     "gradgradcheck",
-    "forward AD",
+    "forward-ad",
     "vmap",
     "compiled",
-    "compiled dynamic",
-    "export + load",
-    "export decomposed",
+    "compiled-dynamic",
+    "export-load",
+    "export-decomposed",
     "recompiles",
 )
 
 # The fast checks, for a pre-commit hook: opcheck's four tests and vmap.
 QUICK_CHECKS = (*CHECKS[1:5], "vmap")
+# How the printed report and the Markdown name a check, where not by its id.
+LABELS = {
+    "forward-ad": "forward AD",
+    "compiled-dynamic": "compiled dynamic",
+    "export-load": "export + load",
+    "export-decomposed": "export decomposed",
+}
+# The floating-point dtypes the checker derives variants in, by name (torch's
+# dtypes in variants.DTYPES; named here, where no torch is imported).
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
+# An operator's name: ns::name, ns::name.overload, torch.ops.ns.name[.overload].
+OPERATOR_NAME = re.compile(r"^(?:torch\.ops\.)?(\w+)(?:::|\.)(\w+)(?:\.(\w+))?$")
+
+
+def label(check):
+    """How a report shows ``check``: its label, or its id."""
+    return LABELS.get(check, check)
+
+
+def check_id(name):
+    """The id of a check named by its id or by its label (``forward AD``, as
+    1.0 named it); other names are returned as they are."""
+    return {value: key for key, value in LABELS.items()}.get(name, name)
 
 
 # "eager" and "gradients" are not checks one runs but what the calls that make
@@ -53,7 +77,7 @@ RUNNABLE = tuple(c for c in CHECKS if c not in ("eager", "gradients"))
 
 def check_only(only):
     """``ValueError`` for a name in ``only`` that is not a check one can run."""
-    for name in only or ():
+    for name in map(check_id, only or ()):
         if name not in RUNNABLE:
             why = (
                 "is not a check one runs alone (it holds what the calls that make "
@@ -67,6 +91,7 @@ def check_only(only):
 def left_out(only, quick, skip):
     """The checks that ``only`` and ``quick`` leave out, each with its reason."""
     check_only(only)
+    only = None if only is None else [check_id(name) for name in only]
     found = {}
     for check in RUNNABLE:
         if check in skip:
@@ -93,6 +118,10 @@ class Row:
     # How telling a failure on the variant is, from 0: the sample as given,
     # its layouts, gradients, other dtypes, expanded, empty, the rest.
     rank: int = 6
+    # The variant as fields (sample, layout, dtype, device, grad), where the
+    # row is about one; what the JSON writes beside the label.
+    at: dict = None
+    seconds: float = 0.0  # what the check took on this variant
 
 
 @dataclasses.dataclass
@@ -125,6 +154,10 @@ class Report:
     listener: object = dataclasses.field(default=None, repr=False, compare=False)
     # Ctrl-C stopped the check of this operator: the rows are what finished.
     interrupted: bool = False
+    # Where the operator is defined: (file, line), for annotations; or None.
+    location: tuple = None
+    # Where it was checked (core.environment), for the JSON report.
+    environment: dict = dataclasses.field(default=None, repr=False, compare=False)
 
     def add(self, row):
         """Add ``row``, and tell the listener."""
@@ -134,7 +167,7 @@ class Report:
 
     @property
     def checked(self):
-        """Whether any check ran: a row passed, failed or found a limitation."""
+        """Whether any check ran (a row passed, failed or found a limitation)."""
         return any(r.outcome in ("passed", "failed", "limitation") for r in self.rows)
 
     @property
@@ -144,8 +177,8 @@ class Report:
 
     @property
     def failed(self):
-        """The failed rows, the most telling first: on the sample as given,
-        then its other layouts, gradients, other dtypes, expanded, empty."""
+        """The failed rows, the most telling first (on the sample as given,
+        then its other layouts, gradients, other dtypes, expanded, empty)."""
         return sorted(
             (row for row in self.rows if row.outcome == "failed"),
             key=lambda row: row.rank,
@@ -159,8 +192,8 @@ class Report:
 
     @property
     def limitation_causes(self):
-        """How many limitations the operator has: its limitation rows grouped
-        by check and cause, as the printed report lists them. The report's
+        """How many limitations the operator has (its limitation rows grouped
+        by check and cause, as the printed report lists them). The report's
         first line, the JSON and the Markdown all count them this way."""
         return sum(1 for group in self.groups() if group[0].outcome == "limitation")
 
@@ -230,18 +263,18 @@ class Report:
                 shown = f"all {len(ran)} variants"
             elif len(group) > 1:
                 shown += f" and {len(group) - 1} more"
-            lines.append(f"  {first.check}: {first.outcome}, {shown}")
+            lines.append(f"  {label(first.check)}: {first.outcome}, {shown}")
             notes = [first.detail]
             if first.see:
-                label = "fix" if first.outcome == "failed" else "remedy"
-                notes.append(f"{label}: {first.see}")
+                kind = "fix" if first.outcome == "failed" else "remedy"
+                notes.append(f"{kind}: {first.see}")
             for note in filter(None, notes):
                 lines += textwrap.wrap(
                     note, 68, initial_indent=" " * 6, subsequent_indent=" " * 8
                 )
         for reason, left in self.declared_skips().items():
             lines += textwrap.wrap(
-                f"skipped ({reason}): {', '.join(left)}",
+                f"skipped ({reason}): {', '.join(map(label, left))}",
                 70,
                 initial_indent=" " * 2,
                 subsequent_indent=" " * 6,
@@ -302,13 +335,13 @@ FIXES = [  # (check, pattern of the detail, page, section): the first match wins
     ("", r"no double backward", CPP, "A backward formula, registered from Python"),
     ("gradgradcheck", r"modified by an inplace operation",
      "Training and Other Registrations", "Training with register_autograd"),
-    ("forward AD", r"zero tangents", EDGES, "Forward-mode AD returns no tangent"),
+    ("forward-ad", r"zero tangents", EDGES, "Forward-mode AD returns no tangent"),
     ("eager", r"", LAYOUTS_PAGE, "What the operator receives"),
     ("gradients", r"", PYTHON_OPS, "Adding training support for crop"),
     ("test_autograd", r"", PYTHON_OPS, "Adding training support for crop"),
     ("gradcheck", r"", PYTHON_OPS, "gradcheck catches it"),
     ("gradgradcheck", r"", TROUBLE, "A backward written in NumPy"),
-    ("forward AD", r"", "Custom Operators in Function Transforms",
+    ("forward-ad", r"", "Custom Operators in Function Transforms",
      "The fix: an autograd.Function around the operator"),
     ("vmap", r"", "Training and Other Registrations", "Batching with register_vmap"),
     ("recompiles", r"", SHAPES, "A fake kernel that specializes"),
@@ -389,29 +422,62 @@ def quiet():
 JSON_FORMAT = "operator_checker.report/2"
 
 
+def json_schema():
+    """The JSON Schema of the JSON report (``report.schema.json``, shipped in
+    the package): validate a report with it in your own CI."""
+    import importlib.resources
+    import json
+
+    text = importlib.resources.files("operator_checker").joinpath("report.schema.json")
+    return json.loads(text.read_text())
+
+
+def at_of(where):
+    """A row's ``at`` from where it was (``core.Steps``' keys): the variant's
+    fields, the sample and device of a step on them, or None."""
+    where = list(where) if isinstance(where, (list, tuple)) else [where]
+    if where[:1] == ["variant"] and len(where) == 6:
+        _, sample, layout, dtype, device, grad = where
+        return {"sample": sample, "layout": layout, "dtype": dtype,
+                "device": device, "grad": grad}  # fmt: skip
+    if where[:1] in (["as given"], ["empty"], ["gradients"]) and len(where) > 1:
+        found = {"sample": where[1]}
+        if len(where) > 2:
+            found["device"] = where[2]
+        return found
+    return None
+
+
 def row_dict(operator, row):
     """One row as the JSON report writes it."""
     return {
         "operator": operator,
         "check": row.check,
         "variant": row.variant,
+        "at": row.at,
         "outcome": row.outcome,
         "detail": row.detail,
         "fix": row.see,
+        "seconds": round(row.seconds, 3),
     }
 
 
-def as_json(reports, errors=(), **about):
-    """The JSON report of a run: every row of every operator, the operators'
-    verdicts, and the targets that could not be checked (``errors``:
-    ``(target, message)``)."""
+def as_json(reports, errors=(), environment=None, **about):
+    """The JSON report of a run: where it ran (``environment``: torch,
+    Python, platform, devices, the compiler settings that change verdicts),
+    every row of every operator, the operators' verdicts, and the targets
+    that could not be checked (``errors``: ``(target, message)``). It follows
+    ``report.schema.json``, which ships in the package."""
     return {
         "format": JSON_FORMAT,
         **about,
+        "environment": environment,
         "operators": [
             {
                 "operator": report.operator,
+                "location": location_dict(report.location),
                 "passed": report.passed,
+                "checked": report.checked,
                 "interrupted": report.interrupted,
                 "variants": report.variants,
                 "failed_rows": len(report.failed),
@@ -424,6 +490,102 @@ def as_json(reports, errors=(), **about):
         "not_checked": [{"target": t, "error": m} for t, m in errors],
         "rows": [row_dict(r.operator, row) for r in reports for row in r.rows],
     }
+
+
+def location_dict(location):
+    return {"file": location[0], "line": location[1]} if location else None
+
+
+def as_github(reports, errors=()):
+    """GitHub Actions workflow commands: an ``::error`` per group of failed
+    rows and a ``::warning`` per limitation, at the operator's definition
+    where it is known (a file under the working folder), and an ``::error``
+    per target that could not be checked."""
+
+    def escaped(text, property=False):
+        text = str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return text.replace(":", "%3A").replace(",", "%2C") if property else text
+
+    lines = []
+    for report in reports:
+        where = ""
+        if report.location:
+            file, line = report.location
+            where = f"file={escaped(file, True)},line={line},"
+        for group in report.shown_groups():
+            first = group[0]
+            if first.outcome not in ("failed", "limitation"):
+                continue
+            kind = "error" if first.outcome == "failed" else "warning"
+            more = f" and {len(group) - 1} more" if len(group) > 1 else ""
+            title = escaped(f"{report.operator} {first.check}: {first.outcome}", True)
+            said = f"{first.variant}{more}: {first.detail}"
+            if first.see:
+                said += f" ({'fix' if kind == 'error' else 'remedy'}: {first.see})"
+            lines.append(f"::{kind} {where}title={title}::{escaped(said)}")
+    for target, message in errors:
+        title = escaped(f"{target}: not checked", True)
+        lines.append(f"::error title={title}::{escaped(message)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def as_junit(reports, errors=()):
+    """A JUnit XML report: a test case per operator and check, as pytest's
+    ids name them (``ns::name[check]``), failed, skipped or passed as the
+    check's rows say; a target that could not be checked is an error."""
+    from xml.etree import ElementTree
+
+    suite = ElementTree.Element("testsuite", name="operator_checker")
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for report in reports:
+        for check in CHECKS:
+            rows = [row for row in report.rows if row.check == check]
+            if not rows:
+                continue
+            counts["tests"] += 1
+            case = ElementTree.SubElement(
+                suite,
+                "testcase",
+                classname=report.operator,
+                name=f"{report.operator}[{check}]",
+                time=f"{sum(row.seconds for row in rows):.3f}",
+            )
+            failed = [g for g in report.groups() if g[0].check == check
+                      and g[0].outcome == "failed"]  # fmt: skip
+            outcomes = {row.outcome for row in rows}
+            if failed:
+                counts["failures"] += 1
+                first = failed[0][0]
+                body = "\n".join(
+                    f"{g[0].variant} ({len(g)} variants): {g[0].detail}"
+                    + (f"\nfix: {g[0].see}" if g[0].see else "")
+                    for g in failed
+                )
+                element = ElementTree.SubElement(case, "failure", message=first.detail)
+                element.text = body
+            elif not outcomes & {"passed", "limitation"}:
+                counts["skipped"] += 1
+                ElementTree.SubElement(case, "skipped", message=rows[0].detail)
+            for row in rows:
+                if row.outcome == "limitation":
+                    properties = case.find("properties")
+                    if properties is None:
+                        properties = ElementTree.SubElement(case, "properties")
+                    ElementTree.SubElement(
+                        properties,
+                        "property",
+                        name="operator_checker limitation",
+                        value=f"{row.variant}: {row.detail}",
+                    )
+    for target, message in errors:
+        counts["tests"] += 1
+        counts["errors"] += 1
+        case = ElementTree.SubElement(suite, "testcase", classname=target, name=target)
+        ElementTree.SubElement(case, "error", message=message)
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    ElementTree.indent(suite)
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def as_markdown(reports, errors=()):
@@ -457,25 +619,28 @@ def as_markdown(reports, errors=()):
     for target, _message in errors:
         lines.append(f"| `{target}` | not checked | | | | | |")
     for title, outcome in (("Failed", "failed"), ("Limitations", "limitation")):
-        rows = [
-            (r.operator, row)
-            for r in reports
-            for row in r.rows
-            if row.outcome == outcome
+        # Grouped as the printed report groups them: check, cause, variants.
+        groups = [
+            (report.operator, group)
+            for report in reports
+            for group in report.shown_groups()
+            if group[0].outcome == outcome
         ]
-        if rows:
+        if groups:
             lines += [
                 "",
                 f"### {title}",
                 "",
-                "| operator | check | variant | detail | fix |",
+                "| operator | check | variants | detail | fix |",
                 "| --- | --- | --- | --- | --- |",
             ]
-            lines += [
-                f"| `{op}` | {row.check} | {cell(row.variant)} | {cell(row.detail)} | "
-                f"{cell(row.see)} |"
-                for op, row in rows
-            ]
+            for op, group in groups:
+                first = group[0]
+                more = f" and {len(group) - 1} more" if len(group) > 1 else ""
+                lines.append(
+                    f"| `{op}` | {label(first.check)} | {cell(first.variant)}{more} | "
+                    f"{cell(first.detail)} | {cell(first.see)} |"
+                )
     if errors:
         lines += ["", "### Not checked", ""]
         lines += [f"- `{target}`: {cell(message)}" for target, message in errors]

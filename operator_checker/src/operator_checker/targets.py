@@ -9,11 +9,10 @@ libraries (``torch.ops.load_library``).
 
 import importlib
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
-OPERATOR_NAME = re.compile(r"^(?:torch\.ops\.)?(\w+)(?:::|\.)(\w+)(?:\.(\w+))?$")
+from operator_checker.report import OPERATOR_NAME
 
 
 class TargetError(Exception):

@@ -50,13 +50,13 @@ import itertools
 import torch
 from torch import Tensor
 
-from operator_checker.report import cause, quiet
+from operator_checker.report import DTYPE_NAMES, cause, quiet
 from operator_checker.samples import Sample, is_tensor
 
 LAYOUTS = ("permuted", "strided", "expanded", "offset")
 # The layouts that keep every value: what fails on them is the operator's.
 VALUE_KEEPING = ("contiguous", "permuted", "strided", "offset")
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+DTYPES = tuple(getattr(torch, name) for name in DTYPE_NAMES)
 # The dtypes autograd, random draws and tolerances work in; a float8 sample
 # is checked as given, its gradients in float64.
 COMPUTING = (
