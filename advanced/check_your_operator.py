@@ -32,7 +32,7 @@ one of which crashes the process, and two of torchvision's.
    :class: checklist
 
    #. Install the checker: ``pip install`` `its wheel
-      <../wheels/operator_checker-1.0.0-py3-none-any.whl>`_, or the folder
+      <../wheels/operator_checker-1.1.0-py3-none-any.whl>`_, or the folder
       ``operator_checker/`` of this course's repository. It needs only
       PyTorch.
    #. Give each operator one small sample of ordinary row-major tensors, or
@@ -106,7 +106,7 @@ folder = Path(tempfile.mkdtemp(prefix="checkop-"))  # the files this page writes
 # The checker is a Python package of its own, ``operator-checker``, which
 # depends on PyTorch alone. Install it into the environment your tests run
 # in: ``pip install`` `the wheel this site serves
-# <../wheels/operator_checker-1.0.0-py3-none-any.whl>`_, or, from a clone of
+# <../wheels/operator_checker-1.1.0-py3-none-any.whl>`_, or, from a clone of
 # this course's repository, ``pip install ./operator_checker``. It brings three
 # ways in: the function ``check_operator``, the command
 # ``python -m operator_checker``, and a pytest plugin, which pip registers
@@ -196,7 +196,7 @@ assert report.passed
 assert OUTCOMES == ("failed", "limitation", "not applicable", "skipped", "passed")
 refused = [row for row in report.rows if row.outcome == "not applicable"]
 assert refused and all("bfloat16" in row.variant for row in refused)
-assert {row.check for row in report.limitations} == {"forward AD"}
+assert {row.check for row in report.limitations} == {"forward-ad"}
 assert "zero tangents" in report.limitations[0].detail
 
 # %%
@@ -271,13 +271,13 @@ assert seen == set(OUTCOMES), seen
 #        :ref:`sphx_glr_tutorials_mutable_custom_ops.py`
 #    * - ``gradients``, ``gradcheck``, ``gradgradcheck``
 #      - :ref:`sphx_glr_tutorials_python_custom_ops.py`
-#    * - ``forward AD``
+#    * - ``forward-ad``
 #      - :ref:`sphx_glr_tutorials_custom_op_transforms.py`
 #    * - ``vmap``
 #      - :ref:`sphx_glr_tutorials_custom_op_registrations.py`
-#    * - ``compiled``, ``compiled dynamic``, ``recompiles``
+#    * - ``compiled``, ``compiled-dynamic``, ``recompiles``
 #      - :ref:`sphx_glr_tutorials_fake_kernels_and_shapes.py`
-#    * - ``export + load``, ``export decomposed``
+#    * - ``export-load``, ``export-decomposed``
 #      - :ref:`sphx_glr_tutorials_custom_ops_in_export.py`
 
 TAUGHT_IN = {  # the table's rows: a page of the course, and its checks
@@ -289,10 +289,10 @@ TAUGHT_IN = {  # the table's rows: a page of the course, and its checks
         "test_aot_dispatch_dynamic",
     ],
     "python_custom_ops": ["gradients", "gradcheck", "gradgradcheck"],
-    "custom_op_transforms": ["forward AD"],
+    "custom_op_transforms": ["forward-ad"],
     "custom_op_registrations": ["vmap"],
-    "fake_kernels_and_shapes": ["compiled", "compiled dynamic", "recompiles"],
-    "custom_ops_in_export": ["export + load", "export decomposed"],
+    "fake_kernels_and_shapes": ["compiled", "compiled-dynamic", "recompiles"],
+    "custom_ops_in_export": ["export-load", "export-decomposed"],
 }
 assert sorted(sum(TAUGHT_IN.values(), [])) == sorted(CHECKS)
 
@@ -310,8 +310,8 @@ passed_quickly = {row.check for row in quick.rows if row.outcome == "passed"}
 assert quick.passed and passed_quickly == set(QUICK_CHECKS)
 groups = {
     "opcheck's four tests": ["opcheck"],
-    "compiling": ["compiled", "compiled dynamic", "recompiles"],
-    "exporting": ["export + load", "export decomposed"],
+    "compiling": ["compiled", "compiled-dynamic", "recompiles"],
+    "exporting": ["export-load", "export-decomposed"],
     "everything else": None,
 }
 
@@ -453,7 +453,7 @@ status = checker_command(
     "--device=cpu",
     "--only=gradcheck",
     "--only=gradgradcheck",
-    "--only=forward AD",
+    "--only=forward-ad",
     "--json=roi_align.json",
 )
 roi_json = json.loads((folder / "roi_align.json").read_text())
@@ -464,7 +464,7 @@ assert status == 0
 assert {row["check"] for row in roi_limits} == {
     "gradients",
     "gradgradcheck",
-    "forward AD",
+    "forward-ad",
 }
 
 # %%
@@ -504,7 +504,7 @@ reasons = {
     "nondifferentiable": {"rois": "column 0 holds image indices; boxes are data"},
     "limitations": {
         "gradgradcheck": "torchvision has no double backward",
-        "forward AD": "we train with backward only",
+        "forward-ad": "we train with backward only",
     },
     "skip": {"float16": "our model runs in float32"},
 }
@@ -512,7 +512,7 @@ declared = check_operator(
     roi_align_op,
     recorded[roi_align_op],
     devices=["cpu"],
-    only=["gradcheck", "gradgradcheck", "forward AD"],
+    only=["gradcheck", "gradgradcheck", "forward-ad"],
     **reasons,
 )
 said = [reason for group in reasons.values() for reason in group.values()]
@@ -671,10 +671,10 @@ recorded = dict(
     devices=["cpu"],
     isolate=False,
 )
-test_nms = operator_tests("torchvision::nms", only=["export + load"], **recorded)
+test_nms = operator_tests("torchvision::nms", only=["export-load"], **recorded)
 test_roi_align = operator_tests(
     "torchvision::roi_align",
-    only=["gradcheck", "gradgradcheck", "forward AD"],
+    only=["gradcheck", "gradgradcheck", "forward-ad"],
     nondifferentiable={"rois": "column 0 holds image indices; boxes are data"},
     limitations={"gradgradcheck": "torchvision has no double backward"},
     **recorded,
@@ -711,9 +711,9 @@ with contextlib.chdir(folder):
     exit_code = pytest.main(arguments, plugins=[outcomes])
 failed = {test for test, outcome in outcomes.of.items() if outcome == "failed"}
 assert exit_code == pytest.ExitCode.TESTS_FAILED
-assert failed == {"test_nms[export + load]"}, outcomes.of
-assert "u0 >= 2" in outcomes.said["test_nms[export + load]"]
-assert "fix: Sharp Edges" in outcomes.said["test_nms[export + load]"]
+assert failed == {"test_nms[export-load]"}, outcomes.of
+assert "u0 >= 2" in outcomes.said["test_nms[export-load]"]
+assert "fix: Sharp Edges" in outcomes.said["test_nms[export-load]"]
 assert outcomes.of["test_roi_align[gradgradcheck]"] == "passed"
 assert outcomes.of["test_roi_align[compiled]"] == "skipped"
 assert "only=" in outcomes.said["test_roi_align[compiled]"]

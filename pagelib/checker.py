@@ -1,7 +1,7 @@
 """The course's operator checker as a package: ``operator_checker/``.
 
 One place for what the environments, the build and the tests need to know of
-it: its version and wheel's name (from its ``pyproject.toml``), the digest of
+it: its version and wheel's name (from its ``__init__.py``), the digest of
 its files (an environment or a served wheel is made again when it changes),
 and how its wheel is built (from a copy of the folder, so that setuptools'
 ``build/`` and ``egg-info`` never land in the checkout).
@@ -24,11 +24,12 @@ DISTRIBUTION = "operator-checker"
 
 
 def version():
-    # tomllib is Python 3.11's: imported here, so that tools/envs.py still
-    # starts on an older Python to say which ones the site supports.
-    import tomllib
+    """The package's version: ``__version__`` in its ``__init__.py``, the one
+    place its ``pyproject.toml`` reads it from."""
+    import re
 
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    text = (ROOT / "src" / "operator_checker" / "__init__.py").read_text()
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
 
 
 def wheel_name():
@@ -40,6 +41,7 @@ def files():
     return [
         ROOT / "pyproject.toml",
         ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
         *sorted(p for p in (ROOT / "src").rglob("*") if p.is_file() and _kept(p)),
     ]
 

@@ -11,11 +11,15 @@ import torch
 from operator_checker import save_samples
 
 SOURCE = Path(__file__).resolve().parents[1] / "src"
-# The commands the tests run (python -m operator_checker) import the source
-# too, as pytest does (pyproject.toml's pythonpath).
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])
-)
+# The tests test the source (pyproject.toml's pythonpath), and the commands
+# they run (python -m operator_checker) import it too. A release tests the
+# copy it installed instead: OPERATOR_CHECKER_TEST_INSTALLED=1, with pytest's
+# pythonpath emptied (-o pythonpath=).
+INSTALLED = os.environ.get("OPERATOR_CHECKER_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])
+    )
 
 # The samples file's operators, each with one small sample.
 SAMPLED = (

@@ -27,8 +27,17 @@ def test_the_torch_floor_is_the_one_the_package_requires():
     assert tuple(int(part) for part in floor.split(".")) == operator_checker.TORCH_FLOOR
 
 
-def test_the_version_is_the_one_the_package_declares():
-    assert operator_checker.__version__ == project()["version"]
+def test_the_version_has_one_place_and_the_changelog_names_it():
+    pyproject = tomllib.loads(PYPROJECT.read_text())
+    assert "version" not in pyproject["project"]
+    assert pyproject["project"]["dynamic"] == ["version"]
+    dynamic = pyproject["tool"]["setuptools"]["dynamic"]["version"]
+    assert dynamic == {"attr": "operator_checker.__version__"}
+    changelog = (PYPROJECT.parent / "CHANGELOG.md").read_text()
+    headings = [line for line in changelog.splitlines() if line.startswith("## ")]
+    assert headings[0].startswith(f"## {operator_checker.__version__} ")
+    major, minor, patch = map(int, operator_checker.__version__.split("."))
+    assert (major, minor, patch) >= (1, 1, 0)
 
 
 def test_every_public_name_is_found():
@@ -67,12 +76,12 @@ def test_the_command_names_the_dtypes_the_checker_converts_to():
     assert DTYPE_NAMES == tuple(str(d).removeprefix("torch.") for d in DTYPES)
 
 
-def test_the_tests_import_the_source_not_an_installed_copy():
-    from conftest import SOURCE
+def test_the_tests_import_the_copy_they_test():
+    """The source, or under OPERATOR_CHECKER_TEST_INSTALLED=1 the installed
+    copy (a release's test of its own wheel and sdist); and so do the
+    commands the tests run."""
+    from conftest import INSTALLED, SOURCE
 
-    assert (
-        Path(operator_checker.__file__).resolve().parent == SOURCE / "operator_checker"
-    )
     child = subprocess.run(
         [
             sys.executable,
@@ -83,4 +92,11 @@ def test_the_tests_import_the_source_not_an_installed_copy():
         text=True,
         timeout=120,
     )
-    assert Path(child.stdout.strip()).resolve().parent == SOURCE / "operator_checker"
+    for imported in (operator_checker.__file__, child.stdout.strip()):
+        folder = Path(imported).resolve().parent
+        if INSTALLED:
+            assert folder != SOURCE / "operator_checker" and "site-packages" in str(
+                folder
+            ), folder
+        else:
+            assert folder == SOURCE / "operator_checker", folder

@@ -29,7 +29,9 @@ import importlib
 
 from operator_checker import report as _report  # imports no torch
 
-__version__ = "1.0.0"
+# The version, in this one place (pyproject.toml reads it): semantic
+# versioning, with CHANGELOG.md saying what changed for users.
+__version__ = "1.1.0"
 # The oldest PyTorch release the package is tested with.
 TORCH_FLOOR = (2, 7)
 

@@ -220,6 +220,14 @@ def operator_tests(op, samples, **options):
     return test_operator
 
 
+def pytest_configure(config):
+    # operator_tests marks each operator's tests with xdist_group (for
+    # pytest-xdist's --dist loadgroup): known, with or without xdist.
+    config.addinivalue_line(
+        "markers", "xdist_group(name): run these tests in one xdist worker"
+    )
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("operator_checker")
     group.addoption(
