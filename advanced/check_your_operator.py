@@ -115,7 +115,12 @@ folder = Path(tempfile.mkdtemp(prefix="checkop-"))  # the files this page writes
 plugins = {entry.name for entry in importlib.metadata.entry_points(group="pytest11")}
 installed = importlib.metadata.version("operator-checker")
 registered = "operator_checker" in plugins
-requires = importlib.metadata.requires("operator-checker")
+# What it needs to run; its own tests need more (the extra "test").
+requires = [
+    requirement
+    for requirement in importlib.metadata.requires("operator-checker")
+    if "extra ==" not in requirement
+]
 print(f"operator-checker {installed}, requires {requires}")
 print(f"pytest plugin registered: {registered}")
 assert installed == operator_checker.__version__ and registered
@@ -645,10 +650,46 @@ assert crash["detail"].startswith("crashed the process: SIGSEGV on #0 strided")
 assert any(r["check"] == "layout" and r["outcome"] == "passed" for r in crash_rows)
 
 # %%
-# One failed row: the strided variant crashed the process with ``SIGSEGV``.
-# The ``layout`` check still ran on the other layouts, in a fresh child, and
-# passed.
+# One failed row: the strided variant crashed the process with ``SIGSEGV``,
+# and Python's fault handler named the line of the kernel. The ``layout``
+# check still ran on the other layouts, in a fresh child, and passed.
 #
+# In CI
+# -----
+#
+# A project names its operators once, in ``pyproject.toml``, and runs the
+# command bare, as it runs ruff or pytest. On GitHub Actions,
+# ``--output-format github`` turns each failure into an annotation at the
+# line that defines the operator, and ``--markdown "$GITHUB_STEP_SUMMARY"``
+# writes a summary on the job's page. The package's README gives the
+# workflow step and a pre-commit hook that runs ``--quick``.
+
+(folder / "pyproject.toml").write_text(
+    textwrap.dedent(
+        """
+        [tool.operator_checker]
+        targets = ["checkop::row_major_silu"]
+        imports = ["checkop_kernels.py"]
+        samples = "row_major_silu.pt"
+        devices = ["cpu"]
+        only = ["layout"]
+        """
+    )
+)
+done = subprocess.run(
+    [sys.executable, "-m", "operator_checker", "--output-format=github"],
+    cwd=folder,
+    capture_output=True,
+    text=True,
+)
+print(textwrap.fill(done.stdout, 79))
+(annotation,) = done.stdout.splitlines()
+assert done.returncode == 1
+assert annotation.startswith("::error file=checkop_kernels.py,line=")
+line = int(annotation.split("line=")[1].split(",")[0])
+assert KERNELS.splitlines()[line - 1].startswith("@torch.library.custom_op")
+
+# %%
 # In your test suite
 # ------------------
 #

@@ -16,7 +16,10 @@ From the shell: ``python -m operator_checker --help``. In pytest:
   ``save_samples``, ``load_samples``;
 * ``operator_checker.variants``: the inputs derived from a sample;
 * ``operator_checker.checks``: each check;
-* ``operator_checker.report``: rows, outcomes, causes and fixes;
+* ``operator_checker.report``: rows, outcomes, causes and fixes, and the
+  reports for machines (JSON and its schema, Markdown, GitHub, JUnit);
+* ``operator_checker.config``: ``[tool.operator_checker]`` in pyproject.toml;
+* ``operator_checker.cli``: the command;
 * ``operator_checker.core``: ``check_operator``;
 * ``operator_checker.isolation``: the child process of an isolated run;
 * ``operator_checker.targets``: operators by name.
@@ -58,6 +61,7 @@ _PUBLIC = {
     "DTYPES": "variants",
     "LAYOUTS": "variants",
     "TargetError": "targets",
+    "json_schema": "report",
 }
 __all__ = ["CHECKS", "OUTCOMES", "QUICK_CHECKS", "TORCH_FLOOR", "__version__", *_PUBLIC]
 

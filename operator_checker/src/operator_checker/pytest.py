@@ -9,10 +9,13 @@ In a test file::
     )
 
 pytest then collects ``test_nms[eager]``, ``test_nms[test_schema]``, ...,
-``test_nms[recompiles]``: one test per check, those that ``only=`` or
-``quick=True`` leave out included (they are skipped). The first of them runs
-``check_operator`` once for the operator (in a child process, unless
-``isolate=False``); every test reads its check's rows of that report:
+``test_nms[recompiles]``: one test per check, by its id, those that
+``only=`` or ``quick=True`` leave out included (they are skipped).
+``check_operator`` runs once for the operator (in a child process, unless
+``isolate=False``), on the checks the session selected (``-k
+"gradcheck"`` checks gradcheck alone), before the first test runs (in an
+xdist worker, by its first test; each operator's tests are one xdist group);
+every test reads its check's rows of that report:
 
 * a failed row fails the test, with the row's variant, detail and fix;
 * limitations pass, each recorded as a property (``--junitxml`` writes it)
@@ -33,6 +36,9 @@ function returning either. The other keyword arguments are
 folders on the session's ``sys.path`` too, so an operator defined in a test
 file or beside it is found there; the tests of every operator with the same
 ``imports`` share one child for the session.
+
+``--operator-checker-quick``, or ``operator_checker_quick = true`` in the
+ini file, runs the fast checks alone, as in a pre-commit hook.
 
 This module is a pytest plugin (the package registers it), so it imports no
 torch when it is loaded: pytest loads it in every run of an environment that
