@@ -87,10 +87,11 @@ pagelint: venv
 
 # --confcutdir: the fast lane loads its own conftest only (tests/unit/conftest.py),
 # not the slow lane's (its site fixtures, and its CI guard against narrowed runs).
-# The checker package's own tests run from its folder, with its own settings.
+# The checker package's own tests run from its folder, with its own settings,
+# its slow ones (child processes, a hang) left to `make test`.
 unit: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider --confcutdir=tests/unit tests/unit
-	cd operator_checker && $(BIN)/python -m pytest -q -p no:cacheprovider
+	cd operator_checker && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 # The course's checker as a wheel (operator_checker/, see pagelib/checker.py):
 # `pip install _build/wheels/operator_checker-*.whl` in any environment with

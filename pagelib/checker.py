@@ -42,6 +42,7 @@ def files():
         ROOT / "pyproject.toml",
         ROOT / "README.md",
         ROOT / "CHANGELOG.md",
+        ROOT / "CONTRIBUTING.md",
         *sorted(p for p in (ROOT / "src").rglob("*") if p.is_file() and _kept(p)),
     ]
 

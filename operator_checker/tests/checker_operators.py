@@ -314,3 +314,13 @@ def crash_always(x: torch.Tensor, factor: float) -> torch.Tensor:
 
 
 crash_always.register_fake(lambda x, factor: torch.empty_like(x))
+
+
+@torch.library.custom_op("oc_test::reads_row_major", mutates_args=())
+def reads_row_major(x: torch.Tensor) -> torch.Tensor:
+    """Broken: it reads its input's memory as if it were row-major, as a C
+    kernel that ignores strides does."""
+    return torch.as_strided(x, x.shape, torch.empty(x.shape).stride()) * 1
+
+
+reads_row_major.register_fake(lambda x: torch.empty_like(x))

@@ -8,7 +8,8 @@ import re
 import pytest
 import torch
 from operator_checker.cli import main
-from operator_checker.report import CHECKS, JSON_FORMAT, OUTCOMES
+from operator_checker.options import CHECKS, OUTCOMES
+from operator_checker.report import JSON_FORMAT
 
 from operator_checker import QUICK_CHECKS, save_samples
 
@@ -169,7 +170,10 @@ def test_help_exits_0_and_gives_the_exit_statuses(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["--help"])
     assert exited.value.code == 0
-    assert "exit status: 0 no row failed, 1 a row failed, 2" in capsys.readouterr().out
+    assert (
+        "exit status: 0 ok, 1 rows failed, 2 cannot run, 3 internal error, 5 "
+        "nothing checked, 130 interrupted." in capsys.readouterr().out
+    )
 
 
 # -- The exit contract: one meaning per status, never a traceback -------------

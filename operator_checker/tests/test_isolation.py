@@ -14,7 +14,8 @@ import time
 
 import pytest
 import torch
-from operator_checker.isolation import JobError, target_of
+from operator_checker.api import target_of
+from operator_checker.isolation import JobError
 
 from operator_checker import check_operator, isolation
 
@@ -33,10 +34,12 @@ def assert_the_checks_went_on_after(rows, failed):
 
 
 # Long enough for a fresh child's first call of a check (imports torch makes
-# on first use take seconds on a loaded machine), short against the hang.
-HANG_TIMEOUT = 30
+# on first use take seconds on a loaded machine), short against the hang; a
+# slow machine raises it, a fast one lowers it.
+HANG_TIMEOUT = int(os.environ.get("OPERATOR_CHECKER_TEST_HANG_TIMEOUT", "30"))
 
 
+@pytest.mark.slow
 def test_the_command_survives_a_crash_and_a_hang(
     samples_file, operators_file, tmp_path
 ):
@@ -66,6 +69,7 @@ def test_the_command_survives_a_crash_and_a_hang(
     assert_the_checks_went_on_after(hung, hang)
 
 
+@pytest.mark.slow
 def test_isolate_true_from_python_reports_the_crash_the_same_way(operators_file):
     report = check_operator(
         "oc_test::crash_on_empty",
@@ -126,6 +130,7 @@ def _(x):
 """
 
 
+@pytest.mark.slow
 def test_the_child_is_kept_for_the_next_call_until_its_imports_change(tmp_path):
     module = tmp_path / "kept_operator.py"
     module.write_text(KEPT_OPERATOR.format(fake_shape=""))
@@ -177,6 +182,7 @@ def command(*arguments):
     return [sys.executable, "-m", "operator_checker", *map(str, arguments)]
 
 
+@pytest.mark.slow
 def test_a_crash_row_quotes_the_crashing_step_alone_and_names_the_kernel_line(
     samples_file, operators_file, tmp_path
 ):
@@ -242,6 +248,7 @@ def test_a_crash_in_the_checkers_own_code_is_named_as_the_checkers():
     )
 
 
+@pytest.mark.slow
 def test_after_too_many_crashes_the_report_keeps_the_operator_and_its_variants(
     operators_file, monkeypatch
 ):
@@ -264,6 +271,7 @@ def test_after_too_many_crashes_the_report_keeps_the_operator_and_its_variants(
     ]
 
 
+@pytest.mark.slow
 def test_a_crash_on_the_operators_own_sample_ends_its_check_at_once(operators_file):
     start = time.monotonic()
     report = check_operator(
@@ -285,6 +293,7 @@ def test_a_crash_on_the_operators_own_sample_ends_its_check_at_once(operators_fi
 # -- The child's reach: timeout, samples, Ctrl-C --------------------------------
 
 
+@pytest.mark.slow
 def test_a_hang_while_importing_is_cut_by_the_timeout_and_exits_2(
     samples_file, tmp_path
 ):
@@ -317,6 +326,7 @@ def samples():
 """
 
 
+@pytest.mark.slow
 def test_a_samples_function_runs_in_the_child_and_another_operators_are_refused(
     operators_file, tmp_path
 ):
@@ -341,6 +351,7 @@ def test_a_samples_function_runs_in_the_child_and_another_operators_are_refused(
     assert len(command_pids) == 2
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_finished_and_exits_130_without_a_traceback(
     samples_file, operators_file, tmp_path
 ):
@@ -390,7 +401,7 @@ def test_the_reuse_key_ignores_what_pytest_changes_per_test(monkeypatch):
 
 
 def test_steps_are_keyed_by_structure_and_survive_json():
-    from operator_checker.core import Steps
+    from operator_checker.steps import Steps
 
     key = ("variant", 0, "strided", "float32", "cpu", False)
     done = json.loads(json.dumps([["test_faketensor", key]]))  # lists, not tuples

@@ -5,6 +5,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import operator_checker
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
@@ -45,6 +47,7 @@ def test_every_public_name_is_found():
         assert getattr(operator_checker, name) is not None, name
 
 
+@pytest.mark.slow
 def test_a_torch_below_the_floor_is_refused_in_one_line():
     # The running torch posing as the release below the floor: what the
     # package checks is the version it reports.

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torchvision
 from checker_operators import scale
+from operator_checker.options import CHECKS
 from operator_checker.pytest import LIMITATION, operator_tests
-from operator_checker.report import CHECKS
 
 from operator_checker import QUICK_CHECKS, capture_samples, check_operator, save_samples
 
@@ -159,6 +159,7 @@ def test_an_operator_that_cannot_be_checked_errors_each_test_in_one_line(
         ]
 
 
+@pytest.mark.slow
 def test_captured_torchvision_samples_replay_in_a_test_file(pytester):
     boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30.0]])
     scores = torch.tensor([0.9, 0.8, 0.7])
@@ -185,6 +186,7 @@ def test_captured_torchvision_samples_replay_in_a_test_file(pytester):
     result.stdout.fnmatch_lines(["*test_nms?test_faketensor? PASSED*"])
 
 
+@pytest.mark.slow
 def test_a_relative_imports_file_is_found_beside_the_test_file(pytester):
     folder = pytester.mkdir("operator_checks")
     (folder / "beside_ops.py").write_text(
@@ -232,6 +234,7 @@ def test_loading_the_plugin_imports_no_torch():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_operators_with_the_same_imports_share_one_child_for_the_session(
     pytester, operators_file, monkeypatch
 ):
@@ -296,6 +299,7 @@ def pytest_sessionfinish(session):
 """
 
 
+@pytest.mark.slow
 def test_k_narrows_the_work_and_the_check_runs_before_any_test(pytester):
     pytester.makepyfile(test_selected=SELECTED)
     pytester.makeconftest(READY)
@@ -309,6 +313,7 @@ def test_k_narrows_the_work_and_the_check_runs_before_any_test(pytester):
     assert ready == "True" and quick == "False"
 
 
+@pytest.mark.slow
 def test_quick_from_the_command_line_or_the_ini_file(pytester):
     pytester.makepyfile(test_selected=SELECTED)
     pytester.makeconftest(READY)

@@ -1,24 +1,9 @@
-"""The report: its JSON and Markdown forms, the links it makes, and the
-course sections that its fixes name."""
-
-import ast
-import re
-from pathlib import Path
+"""The report: its text, its JSON and Markdown forms."""
 
 import pytest
-from operator_checker.report import (
-    FIXES,
-    JSON_FORMAT,
-    OUTCOMES,
-    PAGES,
-    Report,
-    Row,
-    as_json,
-    as_markdown,
-    see_for,
-)
-
-COURSE = Path(__file__).resolve().parents[2] / "advanced"
+from operator_checker.fixes import see_for
+from operator_checker.options import OUTCOMES
+from operator_checker.report import JSON_FORMAT, Report, Row, as_json, as_markdown
 
 
 def example_reports():
@@ -78,65 +63,6 @@ def test_markdown_lists_the_failures_and_the_limitations():
     assert "- `mylib::gone`: no operator" in text.split("### Not checked")[1]
 
 
-def test_under_site_url_a_fix_carries_the_address_of_its_section(monkeypatch):
-    assert "https://" not in see_for("vmap", "")
-    monkeypatch.setenv("SITE_URL", "https://example.org/custom-ops/")
-    assert see_for("vmap", "") == (
-        "Training and Other Registrations > Batching with register_vmap "
-        "(https://example.org/custom-ops/tutorials/custom_op_registrations.html"
-        "#batching-with-register-vmap)"
-    )
-
-
-def course_sections():
-    """{page title: (file stem, {section titles})}, inline literals as plain text."""
-    found = {}
-    for page in sorted(COURSE.glob("*.py")):
-        lines = page.read_text().splitlines()
-        title = ast.get_docstring(ast.parse(page.read_text())).splitlines()[0]
-        sections = {
-            lines[i - 1][2:].replace("``", "").strip()
-            for i in range(1, len(lines))
-            if re.match(r"^# ([-~])\1{2,}\s*$", lines[i])
-            and lines[i - 1].startswith("# ")
-        }
-        found[title] = (page.stem, sections)
-    return found
-
-
-def test_every_fix_names_a_section_of_the_course_and_the_file_of_its_page():
-    sections = course_sections()
-    assert len(sections) > 10, f"no pages of the course in {COURSE}"
-    for _check, pattern, page, section in FIXES:
-        if page is None:  # no section teaches it (PyTorch's own bug)
-            assert section is None and see_for("compiled", pattern.lstrip("^")) == ""
-            continue
-        assert page in sections, f"FIXES names no page of the course: {page!r}"
-        assert section in sections[page][1], f"{page!r} has no section {section!r}"
-        assert PAGES.get(page) == sections[page][0], f"PAGES[{page!r}]"
-
-
-def test_the_first_matching_fix_wins_and_every_failure_gets_one():
-    assert see_for("compiled", "RuntimeError: wrong strides") == (
-        "Troubleshooting Custom Operators > Fake kernel with the wrong strides"
-    )
-    assert see_for("test_faketensor", "something new").startswith(
-        "Troubleshooting Custom Operators > Which check catches which mistake"
-    )
-
-
-def test_a_fake_kernel_of_the_wrong_shape_is_sent_to_what_opcheck_compares():
-    # "MetadataMismatchError" holds "meta", which once sent it to the section
-    # on a missing fake kernel.
-    detail = "MetadataMismatchError: mismatched tensor metadata for output[0]: shape"
-    assert see_for("test_faketensor", detail) == (
-        "Troubleshooting Custom Operators > The two detectors"
-    )
-    assert see_for("compiled", "no fake impl registered for crashing::row_sums") == (
-        "Troubleshooting Custom Operators > No fake kernel under torch.compile"
-    )
-
-
 @pytest.mark.parametrize("outcome", OUTCOMES)
 def test_printing_a_report_shows_each_outcome(outcome):
     shown = Report("mylib::op", variants=1)
@@ -163,25 +89,7 @@ def test_declared_skips_print_one_line_per_reason_naming_each():
 
 
 def test_only_never_leaves_out_what_the_calls_themselves_find():
-    from operator_checker.report import left_out
+    from operator_checker.options import left_out
 
     assert {"eager", "gradients"}.isdisjoint(left_out(["vmap"], False, {}))
     assert "compiled" in left_out(["vmap"], False, {})
-
-
-def test_a_missing_double_backward_is_sent_to_a_backward_autograd_can_differentiate():
-    # A backward in NumPy leaves autograd; one in C++ (torchvision's) was never
-    # in it: the C++ page's backward calls operators that have their own.
-    numpy = (
-        "no double backward: RuntimeError: Can't call numpy() on Tensor that "
-        "requires grad"
-    )
-    assert see_for("gradgradcheck", numpy) == (
-        "Troubleshooting Custom Operators > A backward written in NumPy"
-    )
-    native = (
-        "no double backward: RuntimeError: double backwards on roi_align not supported"
-    )
-    assert see_for("gradgradcheck", native) == (
-        "C++ Custom Operators > A backward formula, registered from Python"
-    )

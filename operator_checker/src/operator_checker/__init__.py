@@ -30,7 +30,7 @@ command starts at once and its parent process never loads the operator.
 
 import importlib
 
-from operator_checker import report as _report  # imports no torch
+from operator_checker import options as _options  # imports no torch
 
 # The version, in this one place (pyproject.toml reads it): semantic
 # versioning, with CHANGELOG.md saying what changed for users.
@@ -42,16 +42,17 @@ TORCH_FLOOR = (2, 7)
 #: plain calls that make the variants found (a refused or crashing variant),
 #: ``gradients`` the arguments a backward does not reach; the others are
 #: checks that ``only=`` and ``skip=`` may name.
-CHECKS = _report.CHECKS
+CHECKS = _options.CHECKS
 #: The outcomes a row can have, from the worst to the best, are ``failed``,
 #: ``limitation``, ``not applicable``, ``skipped`` and ``passed``.
-OUTCOMES = _report.OUTCOMES
+OUTCOMES = _options.OUTCOMES
 #: The fast checks that ``quick=True`` (``--quick``) runs on the samples as
 #: given: ``opcheck``'s four tests and ``vmap``, for a pre-commit hook.
-QUICK_CHECKS = _report.QUICK_CHECKS
+QUICK_CHECKS = _options.QUICK_CHECKS
 
 _PUBLIC = {
-    "check_operator": "core",
+    "check_operator": "api",
+    "ExitCode": "cli",
     "Sample": "samples",
     "capture_samples": "samples",
     "save_samples": "samples",

@@ -40,7 +40,6 @@ that still cannot run raises ``CheckerCannot``, a ``not applicable`` row
 that names what the checker could not do, never a failure.
 """
 
-import contextlib
 import dataclasses
 import os
 import re
@@ -52,7 +51,8 @@ import torch
 from torch import Tensor
 from torch.autograd.gradcheck import GradcheckError
 
-from operator_checker.report import CHECKS, cause, deepest, quiet
+from operator_checker import _torch
+from operator_checker.errors import cause, deepest, quiet
 from operator_checker.samples import Slot
 from operator_checker.variants import COMPUTING, computable, grown_samples, refusal
 
@@ -69,7 +69,7 @@ class CheckerCannot(Exception):
 
 @dataclasses.dataclass
 class Run:
-    op: torch._ops.OpOverload
+    op: object  # an OpOverload
     exact: bool
     nondet_tol: float
     gradients: dict = dataclasses.field(default_factory=dict)  # see gradient_status
@@ -210,19 +210,6 @@ def outcome_with_gradients(run, variant, function, sample):
         for (t, name), g in zip(inputs, found, strict=True):
             grads[f"gradient of {name}"] = torch.zeros_like(t) if g is None else g
     return seen, grads
-
-
-@contextlib.contextmanager
-def dynamo_settings(capture):
-    """Up to PyTorch 2.9, Dynamo captures an operator whose output size depends
-    on the data only with two settings on (a private module: torch._dynamo)."""
-    if not capture:
-        yield
-        return
-    with torch._dynamo.config.patch(
-        capture_dynamic_output_shape_ops=True, capture_scalar_outputs=True
-    ):
-        yield
 
 
 @dataclasses.dataclass
@@ -513,9 +500,7 @@ def check_forward_ad(run, variant):
 def has_vmap_rule(op):
     """Whether the author registered a batching rule: ``register_vmap``, or a
     kernel at ``FuncTorchBatched``."""
-    return torch._C._dispatch_has_kernel_for_dispatch_key(
-        op._schema.name, "FuncTorchBatched"
-    )
+    return _torch.has_kernel(_torch.qualified_name(op), "FuncTorchBatched")
 
 
 def check_vmap(run, variant):
@@ -570,7 +555,7 @@ def compare_compiled(run, variant, dynamic, backend="inductor"):
     reference = variant.args()
     expected = outcome_with_gradients(run, variant, run.caller(reference), reference)
     sample = variant.args()
-    with dynamo_settings(run.capture):
+    with _torch.capture_dynamic_output_shapes(run.capture):
         actual = outcome_with_gradients(run, variant, compiled, sample)
     same(actual[0], expected[0], run.tolerances(variant.dtype), "compiled, ")
     # Inductor compiles a backward made of PyTorch operations anew: its
@@ -713,7 +698,7 @@ def check_recompiles(run, variant):
         return Outcome("not applicable", grown)
     compiled = torch.compile(run.caller(grown[0]), fullgraph=True, dynamic=True)
     sizes = " -> ".join("x".join(map(str, g.tensors()[0].shape)) for g in grown)
-    with dynamo_settings(run.capture):
+    with _torch.capture_dynamic_output_shapes(run.capture):
         try:
             compiled(*grown[0].tensors())
         except Exception as error:
@@ -743,6 +728,3 @@ CHECK_FUNCTIONS = {
     "export-decomposed": check_export_decomposed,
     "recompiles": check_recompiles,
 }
-OPCHECK_TESTS = CHECKS[1:5]
-GRADIENT_CHECKS = ("gradcheck", "gradgradcheck", "forward-ad")
-ONCE_PER_SAMPLE = (*GRADIENT_CHECKS, "vmap", "recompiles")

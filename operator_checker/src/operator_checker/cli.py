@@ -20,6 +20,7 @@ Exit status, one meaning each:
 
 import argparse
 import difflib
+import enum
 import json
 import os
 import sys
@@ -28,18 +29,41 @@ import time
 import operator_checker
 from operator_checker.config import ConfigError, load
 from operator_checker.isolation import Interrupted, Job, JobError, run_jobs
-from operator_checker.report import (
+from operator_checker.options import (
+    DEVICE_TYPES,
     DTYPE_NAMES,
     QUICK_CHECKS,
     RUNNABLE,
-    Report,
+    Options,
     check_id,
-    left_out,
 )
+from operator_checker.report import Report
 
-OK, FAILED, CANNOT_RUN, INTERNAL, NOTHING_CHECKED, INTERRUPTED = 0, 1, 2, 3, 5, 130
-# The device types --device and --skip may name (torch's, without importing it).
-DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "hpu", "mtia", "meta", "privateuseone")
+
+class ExitCode(enum.IntEnum):
+    """The command's exit status, one meaning each (as pytest's ``ExitCode``
+    and ruff's statuses). When rows failed and a target could not be checked
+    too, the status is ``CANNOT_RUN``: a run that did not check everything
+    it was asked to check says so first."""
+
+    #: Every operator was checked, and no row failed.
+    OK = 0
+    #: A row failed: a bug of an operator.
+    ROWS_FAILED = 1
+    #: The checker could not run: a bad target, option, configuration or
+    #: samples source, an import that fails, samples that do not fit.
+    CANNOT_RUN = 2
+    #: The checker itself failed: its bug, said in one line.
+    INTERNAL_ERROR = 3
+    #: Nothing was checked: every check, or every variant, was left out.
+    NOTHING_CHECKED = 5
+    #: Interrupted (Ctrl-C): what finished was printed and written.
+    INTERRUPTED = 130
+
+
+OK, FAILED, CANNOT_RUN = ExitCode.OK, ExitCode.ROWS_FAILED, ExitCode.CANNOT_RUN
+INTERNAL, NOTHING_CHECKED = ExitCode.INTERNAL_ERROR, ExitCode.NOTHING_CHECKED
+INTERRUPTED = ExitCode.INTERRUPTED
 FORMATS = ("text", "json", "markdown", "github", "junit")
 
 EXAMPLES = """\
@@ -58,9 +82,15 @@ examples:
   or name all of it in pyproject.toml's [tool.operator_checker], and run
     python -m operator_checker --output-format github
 
-exit status: 0 no row failed, 1 a row failed, 2 the checker could not run,
-3 the checker failed, 5 nothing was checked, 130 interrupted.
+exit status: {statuses}.
 """
+
+
+def statuses():
+    """The exit statuses, for --help: ``0 ok, 1 rows failed, ...``."""
+    return ", ".join(
+        f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode
+    )
 
 
 def parser(prog="python -m operator_checker"):
@@ -71,7 +101,7 @@ def parser(prog="python -m operator_checker"):
             "TARGET operator, in a child process: a crash of the operator is a "
             "failed row, not the end of the run."
         ),
-        epilog=EXAMPLES,
+        epilog=EXAMPLES.format(statuses=statuses()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parse.add_argument(
@@ -358,22 +388,25 @@ def run(argv=None, prog=None):
                 declarations[key] = {**declarations.get(key, {}), **value}
             elif not isinstance(value, dict) or key == "indices":
                 declarations[key] = value
-        skip = {check_id(k): v for k, v in declarations.get("skip", {}).items()}
-        options = {
-            "devices": chosen.get("devices"),
-            "dtypes": dtypes,
-            "exact": declarations.get("exact", True),
-            "nondet_tol": declarations.get("nondet_tol", 0.0),
-            "nondifferentiable": declarations.get("nondifferentiable", {}),
-            "indices": declarations.get("indices"),
-            "skip": skip,
-            "limitations": declarations.get("limitations", {}),
-            "quick": bool(chosen.get("quick")),
-        }
-        options["skip"].update(left_out(only, options["quick"], skip))
-        if not set(RUNNABLE) - set(options["skip"]):
+        try:
+            options = Options.make(
+                devices=chosen.get("devices"),
+                dtypes=dtypes,
+                exact=declarations.get("exact", True),
+                nondet_tol=declarations.get("nondet_tol", 0.0),
+                nondifferentiable=declarations.get("nondifferentiable", {}),
+                indices=declarations.get("indices"),
+                skip=declarations.get("skip", {}),
+                limitations=declarations.get("limitations", {}),
+                only=only,
+                quick=bool(chosen.get("quick")),
+            )
+        except ValueError as error:
+            return fail(f"{target}: {error}")
+        if options.checks_nothing():
             return fail("every check is left out: nothing to check", NOTHING_CHECKED)
-        jobs.append(Job(target, "", None, list(chosen.get("imports", [])), options))
+        imports = list(chosen.get("imports", []))
+        jobs.append(Job(target, "", None, imports, options.to_json()))
     try:
         source = samples_source(chosen["samples"])
         writable(chosen.get("json"), "--json")
@@ -414,7 +447,7 @@ def in_process(jobs):
         report = Report(job.target)
         report.environment, report.location = environment(), location(op)
         try:
-            results.append(run_checks(op, samples, **options, report=report))
+            results.append(run_checks(op, samples, options, report=report))
         except (TypeError, ValueError) as error:
             results.append(JobError(one_line(error)))
         except KeyboardInterrupt:

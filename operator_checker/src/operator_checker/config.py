@@ -24,7 +24,7 @@ import dataclasses
 import difflib
 from pathlib import Path
 
-from operator_checker.report import OPERATOR_NAME
+from operator_checker.options import OPERATOR_NAME
 
 # The run's options and their types (a tuple: any of them).
 OPTIONS = {

@@ -24,18 +24,15 @@ recompilations per code object raises instead of falling back to eager
 mode, which would fail later variants for no fault of the operator.
 """
 
-import difflib
 import re
 import time
 import warnings
 
 import torch
 
+from operator_checker import _torch
 from operator_checker.checks import (
     CHECK_FUNCTIONS,
-    GRADIENT_CHECKS,
-    ONCE_PER_SAMPLE,
-    OPCHECK_TESTS,
     CheckerCannot,
     Failed,
     Outcome,
@@ -48,32 +45,29 @@ from operator_checker.checks import (
     incoming,
     observed,
 )
-from operator_checker.report import (
+from operator_checker.errors import cause, deepest, quiet
+from operator_checker.fixes import see_for
+from operator_checker.options import (
     CHECKS,
-    Report,
-    Row,
-    cause,
-    check_id,
-    deepest,
-    left_out,
-    quiet,
-    see_for,
+    DEVICE_TYPES,
+    GRADIENT_CHECKS,
+    LAYOUT_NAMES,
+    ONCE_PER_SAMPLE,
+    OPCHECK_TESTS,
+    Options,
+    suggestion,
 )
-from operator_checker.samples import as_sample, is_tensor, overload_for
+from operator_checker.report import Report, Row
+from operator_checker.samples import as_sample, overload_for
+from operator_checker.steps import Crashed, Steps
 from operator_checker.variants import (
-    COMPUTING,
     DTYPES,
-    LAYOUTS,
-    Variant,
-    changes,
-    convert,
     dtype_name,
-    empty_sizes,
-    first_row_everywhere,
     identical,
     index_arguments,
     refusal,
-    resized,
+    variants_of,
+    written_by_call,
 )
 
 NO_BACKWARD = re.compile(
@@ -283,10 +277,8 @@ def harness_error(run, error):
 def calls_operator(frame, op):
     """Whether ``frame`` is a call of ``op`` (its OpOverload or its packet)."""
     owner = frame.f_locals.get("self")
-    if isinstance(owner, torch._ops.OpOverload):
-        return owner._schema.name == op._schema.name
-    if isinstance(owner, torch._ops.OpOverloadPacket):
-        return owner._qualified_op_name == op._schema.name
+    if _torch.is_overload(owner) or _torch.is_packet(owner):
+        return _torch.qualified_name(owner) == _torch.qualified_name(op)
     return False
 
 
@@ -312,86 +304,6 @@ def plan(variant, gradient_variant):
     return checks
 
 
-def variants_of(
-    run, index, sample, devices, dtypes, written, nondifferentiable, steps, indices
-):
-    """The variants of one sample, and rows for those that cannot be made."""
-    tensors, names = sample.named_tensors()
-    floats = [t.dtype for t in tensors if t.is_floating_point()]
-    own = floats[0] if floats else None  # the sample is checked as given
-    differentiable = frozenset(
-        n
-        for n in names
-        if n not in written and n not in nondifferentiable and n not in indices
-    )
-    own_type = tensors[0].device.type if tensors else "cpu"
-    types = [torch.device(device).type for device in devices]
-    home_device = devices[types.index(own_type)] if own_type in types else devices[0]
-    home = ("contiguous", own, home_device, False)  # the sample as given
-    made, rows = [], []
-
-    def add(layout, dtype, device, grad, base, label=None):
-        kind = " ".join([label or layout, dtype_name(dtype)] + ["grad"] * grad)
-        given = (layout, dtype, device, grad) == home
-        fields = (base, layout, dtype, device, grad, differentiable, written, given)
-        made.append(Variant(f"#{index} {kind} {device}", index, *fields, indices))
-
-    for device in devices:
-        base = convert(sample, device, own)
-        add("contiguous", own, device, False, base)
-        for layout in LAYOUTS:
-            values, kept = base, written
-            if layout == "expanded":
-                kept = written | indices
-                values = base.map(lambda v, n, k=kept: first_row_everywhere(v, n in k))
-            laid_out = zip(*values.named_tensors(), strict=True)
-            if any(changes(t, layout) for t, n in laid_out if n not in kept):
-                add(layout, own, device, False, values)
-        where = f"#{index} empty {device}"
-        sizes = steps.guarded(
-            "eager",
-            ("empty", index, device),
-            lambda base=base: empty_sizes(run, base, indices),
-        )
-        if isinstance(sizes, dict):
-            emptied = resized(base, sizes)
-            label = "empty(" + ",".join(sorted({names[i] for i, _ in sizes})) + ")"
-            add("empty", own, device, False, emptied, label)
-        elif not isinstance(sizes, Crashed):  # a crash is a failed row already
-            why = f"no empty variant: {sizes}"
-            at = {"sample": index, "device": device}
-            rows.append(Row("eager", where, "not applicable", why, 5, at))
-        if floats:
-            for dtype in (d for d in dtypes if d != own):
-                add("contiguous", dtype, device, False, convert(sample, device, dtype))
-            # Gradients in float64, where finite differences are precise; then
-            # in the sample's own precision (float8 has no gradients), where
-            # float32 stands in for a kernel that refuses float64.
-            if own != torch.float64:
-                grad64 = convert(sample, device, torch.float64)
-                add("contiguous", torch.float64, device, True, grad64)
-            if own in COMPUTING:
-                add("contiguous", own, device, True, base)
-            if own in COMPUTING and any(changes(t, "permuted") for t in base.tensors()):
-                add("permuted", own, device, True, base)
-            if own in COMPUTING and isinstance(sizes, dict):
-                add("empty", own, device, True, emptied, label)
-    return made, rows
-
-
-def written_by_call(run, sample, declared):
-    """The arguments a call writes: those the schema declares, and those it
-    writes without declaring them (which ``test_schema`` reports)."""
-    copies = sample.map(lambda v, n: v.detach().clone() if is_tensor(v) else v)
-    written = set(declared)
-    if refusal(run, copies) is None:
-        before, names = sample.named_tensors()
-        for after, old, name in zip(copies.tensors(), before, names, strict=True):
-            if not identical(after, old):
-                written.add(name)
-    return frozenset(written)
-
-
 def eager_row(run, variant):
     """A row if the eager kernel refuses the variant, or reads memory it
     never wrote on it (two calls on the same input disagree); else None."""
@@ -403,7 +315,7 @@ def eager_row(run, variant):
         if variant.given:
             detail = f"refuses its own sample: {said}"
             return variant_row(variant, "eager", "failed", detail)
-        if variant.layout in LAYOUTS:
+        if variant.layout in LAYOUT_NAMES:
             detail = f"refuses {variant.layout} inputs: {said}"
             see = see_for("eager", said)
             return variant_row(variant, "eager", "limitation", detail, see)
@@ -422,7 +334,7 @@ def eager_row(run, variant):
     # On another layout the kernel mishandles strides; on the sample as given
     # it is wrong whatever the layout, and no section of the course teaches
     # that fix.
-    see = see_for("eager", detail) if variant.layout in LAYOUTS else ""
+    see = see_for("eager", detail) if variant.layout in LAYOUT_NAMES else ""
     return variant_row(variant, "eager", "failed", detail, see)
 
 
@@ -445,21 +357,19 @@ def unwritten_memory(run, variant, first):
     return ", ".join(differs) if differs else None
 
 
-DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "hpu", "mtia", "meta", "privateuseone")
-
-
 def declarations(overload, nondifferentiable, skip, limitations, devices, indices):
     """Check the declared names; a misspelt one is an error, not a silent no-op.
     A device may be named where it is absent (CPU-only CI, say)."""
-    arguments = [a.name for a in overload._schema.arguments]
-    kinds = {*CHECKS, *LAYOUTS, "empty", *map(dtype_name, DTYPES)}
+    arguments = [a.name for a in _torch.schema_of(overload).arguments]
+    kinds = {*CHECKS, *LAYOUT_NAMES, "empty", *map(dtype_name, DTYPES)}
     kinds |= {*DEVICE_TYPES, *(str(d) for d in devices)}
     for option, names in (("nondifferentiable", nondifferentiable),
                           ("indices", indices or ())):  # fmt: skip
         for name in names:
             if name not in arguments:
                 raise ValueError(
-                    f"{option}: {overload._schema.name} has no argument {name!r}"
+                    f"{option}: {_torch.qualified_name(overload)} has no argument "
+                    f"{name!r}"
                     + suggestion(name, arguments)
                     + f"; its arguments: {', '.join(arguments)}"
                 )
@@ -476,215 +386,23 @@ def declarations(overload, nondifferentiable, skip, limitations, devices, indice
             )
 
 
-def suggestion(name, known):
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    aliases = {"bf16": "bfloat16", "fp16": "float16", "half": "float16",
-               "fp32": "float32", "float": "float32", "fp64": "float64",
-               "double": "float64"}  # fmt: skip
-    guess = aliases.get(name) or (close[0] if close else None)
-    return f" (did you mean {guess!r}?)" if guess in known else ""
-
-
-class Crashed:
-    """What a guarded step gives when it crashed an earlier child (the
-    parent recorded that as a failed row)."""
-
-
-class Steps:
-    """Where an isolated run stands (see ``operator_checker.isolation``).
-
-    A step is a check, or one of the eager calls that make the variants, at a
-    place: ``(check, where)``, ``where`` a tuple (``Variant.key``, or
-    ``("as given", sample index)``...) and its label what a row shows. In one
-    process every step runs. In the child of an isolated run, each step is
-    announced before it starts, so that the parent knows which check and
-    variant a crash interrupted; a step that an earlier child finished, or
-    that crashed one, is not run again.
-    """
-
-    def __init__(self, done=(), crashed=(), announce=None):
-        self.done = {step_key(*key) for key in done}
-        self.crashed = {step_key(*key) for key in crashed}
-        self.announce = announce
-
-    def wanted(self, check, where, label=None):
-        """Whether to run the step; announces it if so."""
-        key = step_key(check, where)
-        if key in self.done or key in self.crashed:
-            return False
-        if self.announce is not None:
-            self.announce(check, key[1], label or label_of(where))
-        return True
-
-    def guarded(self, check, where, step, label=None):
-        """``step()``, or ``Crashed()`` where it crashed an earlier child."""
-        key = step_key(check, where)
-        if key in self.crashed:
-            return Crashed()
-        if self.announce is not None:
-            self.announce(check, key[1], label or label_of(where))
-        return step()
-
-
-def step_key(check, where):
-    """A step as a hashable key; ``where`` may come back from JSON as a list."""
-    return check, tuple(where) if isinstance(where, (list, tuple)) else (where,)
-
-
-def label_of(where):
-    """How a row names a place that is not a variant."""
-    if not isinstance(where, (list, tuple)):
-        return str(where)
-    kind, *rest = where
-    if kind == "declared":
-        return "declared"
-    return " ".join([f"#{rest[0]}", kind, *map(str, rest[1:])])
-
-
-def check_operator(
-    op,
-    samples,
-    *,
-    devices=None,
-    dtypes=DTYPES,
-    exact=True,
-    nondet_tol=0.0,
-    nondifferentiable=(),
-    indices=None,
-    skip=None,
-    limitations=None,
-    only=None,
-    quick=False,
-    isolate=False,
-    imports=(),
-    timeout=300.0,
-):
-    """Run every check of the course on ``op`` for the variants of ``samples``,
-    and return the ``Report``.
-
-    ``op`` is a ``custom_op``, ``torch.ops.ns.name`` or one of its overloads,
-    or a target as the command names it (``"ns::name"``,
-    ``"package.module:attribute"``). ``samples`` are tuples of arguments, or
-    ``Sample(*args, **kwargs)``: one small sample of row-major tensors is
-    enough, the checker derives the rest. Each sample is checked as given, in
-    its own dtypes (float8, integers and complex included).
-
-    **Variants.** From each sample the checker makes the inputs a caller may
-    really pass: in column-major order (``permuted``), as every other element
-    of a wider buffer (``strided``), one element into its storage
-    (``offset``), with every row the first one (``expanded``, stride 0), and
-    with a size of zero (``empty``); in each other dtype of ``dtypes``, where
-    the kernel accepts it; with gradients, in its own precision and in
-    float64; on every device. The first three keep every value. Arguments
-    that hold indices (every integer or bool tensor, unless ``indices``
-    names them) keep their values everywhere, and while a sample holds one
-    no size changes: the checker cannot tell which sizes they describe.
-    Otherwise a size changes only where the eager kernel accepts the change,
-    so sizes that move together (four box coordinates, say) stay consistent.
-
-    **Checks**, each on the variants where it can say something:
-
-    * ``test_schema``, ``test_autograd_registration``, ``test_faketensor``,
-      ``test_aot_dispatch_dynamic``: ``torch.library.opcheck``'s four tests
-      (every variant);
-    * ``layout``: outputs and gradients on a variant equal those on its
-      row-major copy (the other layouts);
-    * ``gradcheck``, ``gradgradcheck``, ``forward-ad``: first and second
-      derivatives, and forward mode, against finite differences (float64
-      with gradients, on the arguments a backward reaches);
-    * ``vmap``: ``torch.func.vmap`` against a loop (the sample);
-    * ``compiled``, ``compiled-dynamic``: ``torch.compile(fullgraph=True)``
-      with Inductor gives the eager results bit for bit, and the gradients
-      within tolerance;
-    * ``export-load``, ``export-decomposed``: ``torch.export``, saved and
-      loaded, or after ``run_decompositions()``, records the sizes, strides
-      and dtypes the kernel returns, and gives the eager results;
-    * ``recompiles``: one dynamic compilation serves larger sizes.
-
-    Two eager calls on each variant must agree: a kernel that reads memory it
-    never wrote fails ``eager`` there.
-
-    **Options.** ``exact=False`` compares compiled, exported and batched
-    results with ``assert_close``'s tolerances instead of bit for bit;
-    ``nondet_tol`` is the run-to-run difference a nondeterministic kernel may
-    show. ``nondifferentiable``, ``indices``, ``skip`` and ``limitations``
-    map argument names, checks or variant kinds (a layout, a dtype, a device)
-    to a reason, and the report shows each. ``only`` runs the named checks
-    alone; ``quick`` runs the fast ones (``QUICK_CHECKS``) on the samples as
-    given. Every check left out is a ``skipped`` row that says why.
-
-    **Isolation.** ``isolate=True`` runs the operator in a child process: a
-    crash or a hang of its code is a failed row naming the signal and the
-    variant, and the other checks go on in a fresh child. The child finds the
-    operator by name: ``imports`` lists the modules, ``.py`` files or ``.so``
-    libraries that register it (the libraries this process loaded with
-    ``torch.ops.load_library`` are added), and ``timeout`` is the seconds the
-    child may stay silent, importing included. The child stays for the next
-    isolated call with the same ``imports``, while their files are unchanged.
-    With ``isolate=False`` the checks compile in this process, each a
-    function of its own: nothing this process compiled before is discarded.
-    """
-    skip = {check_id(k): v for k, v in dict(skip or {}).items()}
-    limitations = {check_id(k): v for k, v in dict(limitations or {}).items()}
-    skip.update(left_out(only, quick, skip))
-    options = dict(
-        devices=devices,
-        dtypes=dtypes,
-        exact=exact,
-        nondet_tol=nondet_tol,
-        nondifferentiable=nondifferentiable,
-        indices=indices,
-        skip=skip,
-        limitations=limitations,
-        quick=quick,
-    )
-    if isolate:
-        from operator_checker import isolation
-
-        return isolation.check_isolated(
-            op, samples, imports=imports, timeout=timeout, options=options
-        )
-    if isinstance(op, str):
-        from operator_checker.targets import resolve
-
-        op = resolve(op, imports)
-    return run_checks(op, samples, **options)
-
-
-def run_checks(
-    op,
-    samples,
-    *,
-    devices=None,
-    dtypes=DTYPES,
-    exact=True,
-    nondet_tol=0.0,
-    nondifferentiable=(),
-    indices=None,
-    skip=None,
-    limitations=None,
-    quick=False,
-    steps=None,
-    report=None,
-):
-    """``check_operator`` in this process; ``steps`` and ``report`` are the
-    isolated child's (see ``Steps``)."""
+def run_checks(op, samples, options=None, *, steps=None, report=None):
+    """The checks of ``options`` (an ``Options``) on ``op`` in this process;
+    ``steps`` and ``report`` are an isolated child's (see ``Steps``)."""
+    options = options or Options.make()
     steps = steps or Steps()
-    devices = list(devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
-    samples = [as_sample(sample) for sample in samples]
-    if not samples:
+    default = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = list(options.devices or default)
+    dtypes = tuple(getattr(torch, name) for name in options.dtypes)
+    bound = [overload_for(op, as_sample(sample)) for sample in samples]
+    if not bound:
         raise ValueError("check_operator needs at least one sample")
-    if not isinstance(nondifferentiable, dict):
-        nondifferentiable = dict.fromkeys(nondifferentiable, "declared")
-    if indices is not None and not isinstance(indices, dict):
-        indices = dict.fromkeys(indices, "declared")
-    skip_grad = set(nondifferentiable)
-    skip = {check_id(k): v for k, v in dict(skip or {}).items()}
-    limitations = {check_id(k): v for k, v in dict(limitations or {}).items()}
-    overloads = [overload_for(op, sample) for sample in samples]
+    overloads = [overload for overload, _ in bound]
+    skip, limitations = options.skip, options.limitations
+    nondifferentiable, indices = options.nondifferentiable, options.indices
     declarations(overloads[0], nondifferentiable, skip, limitations, devices, indices)
-    report = report or Report(operator_name(overloads[0]))
-    report.operator = operator_name(overloads[0])
+    report = report or Report(_torch.operator_name(overloads[0]))
+    report.operator = _torch.operator_name(overloads[0])
     for argument, reason in nondifferentiable.items():
         if steps.wanted("gradients", ("declared", "nondifferentiable", argument)):
             said = f"{argument} is not differentiable: {reason}"
@@ -700,9 +418,9 @@ def run_checks(
             reason = f"{reason} (and {what} is not present here)"
         if steps.wanted(check, ("declared", "skip", what)):
             report.add(Row(check, "declared", "skipped", f"{what}: {reason}"))
-    for index, (sample, overload) in enumerate(zip(samples, overloads, strict=True)):
-        run = Run(overload, exact, nondet_tol)
-        arguments = overload._schema.arguments
+    for index, (overload, sample) in enumerate(bound):
+        run = Run(overload, options.exact, options.nondet_tol)
+        arguments = _torch.schema_of(overload).arguments
         declared = {a.name for a in arguments if a.alias_info and a.alias_info.is_write}
         start = time.perf_counter()
         written = steps.guarded(
@@ -714,9 +432,10 @@ def run_checks(
             written = frozenset(declared)
         holds = index_arguments(sample, indices)
         found, rows = variants_of(
-            run, index, sample, devices, dtypes, written, skip_grad, steps, holds
-        )
-        if quick:
+            run, index, sample, devices, dtypes, written, set(nondifferentiable),
+            steps, holds,
+        )  # fmt: skip
+        if options.quick:
             found = [variant for variant in found if variant.given]
         for row in rows:
             if steps.wanted(row.check, ("empty row", index, row.variant), row.variant):
@@ -745,14 +464,6 @@ def scan_writes(run, sample, declared, report, index):
         at = {"sample": index}
         report.add(Row("eager", f"#{index} as given", "not applicable", said, 0, at))
         return frozenset(declared)
-
-
-def operator_name(overload):
-    """``ns::name``, with ``.overload`` unless it is the default one."""
-    name = overload._schema.name
-    if overload._overloadname != "default":
-        name += f".{overload._overloadname}"
-    return name
 
 
 def run_variant(run, variant, report, skip, limitations, steps):
@@ -842,24 +553,6 @@ def environment():
             f"cuda:{i} ({torch.cuda.get_device_name(i)})"
             for i in range(torch.cuda.device_count())
         ]
-    dynamo, inductor = torch._dynamo.config, torch._inductor.config
-    settings = {
-        f"torch._dynamo.config.{name}": getattr(dynamo, name)
-        for name in (
-            "capture_dynamic_output_shape_ops",
-            "capture_scalar_outputs",
-            "assume_static_by_default",
-            "automatic_dynamic_shapes",
-        )
-        if hasattr(dynamo, name)
-    }
-    settings.update(
-        {
-            f"torch._inductor.config.{name}": getattr(inductor, name)
-            for name in ("fallback_random", "freezing", "cpp_wrapper")
-            if hasattr(inductor, name)
-        }
-    )
     variables = {
         key: value
         for key, value in sorted(os.environ.items())
@@ -870,7 +563,7 @@ def environment():
         "python": platform.python_version(),
         "platform": platform.platform(),
         "devices": devices,
-        "settings": settings,
+        "settings": _torch.compiler_settings(),
         "variables": variables,
     }
 
@@ -881,24 +574,11 @@ def location(op):
     built elsewhere)."""
     import os
 
-    from torch._library.custom_ops import OPDEFS
-
-    overload = getattr(op, "_opoverload", op)
-    name = getattr(overload, "_schema", None)
-    name = name.name if name is not None else getattr(op, "_qualified_op_name", None)
-    found = None
-    definition = OPDEFS.get(name) if name else None  # a custom_op's CustomOpDef
-    function = getattr(op, "_init_fn", None)
-    if function is None and definition is not None:
-        function = definition._init_fn
+    function = _torch.defining_function(op)
     if function is not None:
-        code = function.__code__
-        found = (code.co_filename, code.co_firstlineno)
-    elif name:
-        dumped = torch._C._dispatch_dump(name)
-        match = re.search(r"registered at (.+?):(\d+)", dumped)
-        if match:
-            found = (match.group(1), int(match.group(2)))
+        found = (function.__code__.co_filename, function.__code__.co_firstlineno)
+    else:
+        found = _torch.registration(_torch.qualified_name(op) or "")
     if found is None or not os.path.isfile(found[0]):
         return None
     file = os.path.abspath(found[0])

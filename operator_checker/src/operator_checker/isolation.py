@@ -50,7 +50,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from operator_checker.report import Report, Row, see_for
+from operator_checker.fixes import see_for
+from operator_checker.options import LAYOUT_NAMES, LIBRARY_SUFFIXES
+from operator_checker.report import Report, Row
 
 # More crashes than this in one operator's run, and the rest is not checked.
 MAX_CRASHES = 40
@@ -473,10 +475,6 @@ def crash_row(check, label, outcome, said):
     return Row(check, label, "failed", detail, see, rank=crash_rank(label))
 
 
-# variants.LAYOUTS, named here so that the parent need not import torch.
-LAYOUT_NAMES = ("permuted", "strided", "expanded", "offset")
-
-
 def crash_rank(label):
     """``Row.rank`` from a variant's label (see ``core.rank``)."""
     words = label.split()
@@ -502,77 +500,11 @@ def kill(child):
 # -- The Python API: check_operator(..., isolate=True) -------------------------
 
 
-def target_of(op, imports=()):
-    """The name a child finds ``op`` by, and the module that defines it (None
-    when ``op`` is defined in ``__main__`` and ``imports`` register it)."""
-    import torch
-
-    if isinstance(op, str):
-        return op, None
-    module = None
-    init = getattr(op, "_init_fn", None)  # a custom_op's CustomOpDef
-    if init is not None:
-        module = init.__module__
-        if module == "__main__" and imports:
-            module = None  # the imports define it again in the child
-        elif module == "__main__":
-            raise JobError(
-                f"isolate=True runs {op._qualname} in a fresh process, which cannot "
-                "import __main__: define it in a module, or pass imports=[path to "
-                "the .py file that defines it]"
-            )
-    op = getattr(op, "_opoverload", op)
-    if isinstance(op, torch._ops.OpOverload):
-        return f"{op._schema.name}.{op._overloadname}", module
-    if isinstance(op, torch._ops.OpOverloadPacket):
-        return op._qualified_op_name, module
-    raise JobError(
-        f"{op!r} is not an operator: pass a custom_op, torch.ops.ns.name or one "
-        "of its overloads"
-    )
-
-
-def options_as_json(options):
-    """``check_operator``'s options with dtypes by name."""
-    options = dict(options)
-    options["dtypes"] = [str(d).removeprefix("torch.") for d in options["dtypes"]]
-    if options.get("devices") is not None:
-        options["devices"] = [str(d) for d in options["devices"]]
-    for name in ("nondifferentiable", "indices"):
-        value = options.get(name)
-        if value is not None and not isinstance(value, dict):
-            options[name] = dict.fromkeys(value, "declared")
-    return options
-
-
-def check_isolated(op, samples, imports=(), timeout=300.0, options=None):
-    """``check_operator(op, samples, isolate=True, ...)``: a ``Report``."""
-    import torch
-
-    from operator_checker.samples import save_samples
-
-    target, module = target_of(op, imports)
-    imports = [*torch.ops.loaded_libraries, *([module] if module else []), *imports]
-    extra = [p for p in sys.path if p and os.path.isdir(p)]
-    with tempfile.TemporaryDirectory(prefix="operator-checker-samples-") as folder:
-        path = os.path.join(folder, "samples.pt")
-        save_samples(path, {"sample": samples})
-        job = Job(target, path, "sample", list(imports), options_as_json(options))
-        (result,) = run_jobs(
-            [job], timeout=timeout, keep=reuse_key(job, extra), extra_path=extra
-        )
-    if isinstance(result, JobError):
-        raise result
-    if getattr(result, "interrupted", False):
-        raise KeyboardInterrupt
-    return result
-
-
 # The variables that change what a child does; the others (pytest's
 # PYTEST_CURRENT_TEST, a terminal's COLUMNS...) do not stop its reuse.
 KEPT_VARIABLES = re.compile(
     r"^(PATH|PYTHON\w*|LD_\w+|DYLD_\w+|TORCH\w*|PYTORCH\w*|CUDA\w*|NVIDIA\w*"
-    r"|HIP\w*|ROCM\w*|TRITON\w*|OMP_\w+|MKL\w*|KMP_\w+|CC|CXX|SITE_URL"
+    r"|HIP\w*|ROCM\w*|TRITON\w*|OMP_\w+|MKL\w*|KMP_\w+|CC|CXX"
     r"|OPERATOR_CHECKER\w*)$"
 )
 
@@ -601,7 +533,7 @@ def files_stamp(what):
     import: a ``.py`` or ``.so`` path, or a module, found without importing it
     (a package: every file under it)."""
     path = Path(what)
-    if path.suffix in (".py", ".so", ".dylib", ".dll"):
+    if path.suffix in (".py", *LIBRARY_SUFFIXES):
         paths = [path]
     else:
         try:
@@ -645,7 +577,8 @@ def child(spec_path):
         except OSError:
             return 0
 
-    from operator_checker.core import Steps, environment, location, run_checks
+    from operator_checker.core import environment, location, run_checks
+    from operator_checker.steps import Steps
 
     emit(event="environment", environment=environment())
     for index, job in enumerate(spec["jobs"]):
@@ -679,7 +612,7 @@ def child(spec_path):
             ),
         )
         try:
-            run_checks(op, samples, **options, steps=steps, report=report)
+            run_checks(op, samples, options, steps=steps, report=report)
         except (TypeError, ValueError) as error:  # samples or declarations
             emit(event="error", job=index, message=one_line(error))
             continue
@@ -706,12 +639,12 @@ def one_line(error):
 
 
 def job_inputs(job):
-    """(operator, samples, ``run_checks``'s options) of ``job``, in this
-    process: what a child, or the command's ``--no-isolate``, checks. Any
-    error is a ``JobError`` naming what to fix."""
-    import torch
-
-    from operator_checker.samples import as_sample, overload_for, qualified_name
+    """(operator, samples, ``Options``) of ``job``, in this process: what a
+    child, or the command's ``--no-isolate``, checks. Any error is a
+    ``JobError`` naming what to fix."""
+    from operator_checker import _torch
+    from operator_checker.options import Options
+    from operator_checker.samples import as_sample, overload_for, samples_for
     from operator_checker.targets import TargetError, resolve
 
     try:
@@ -719,17 +652,17 @@ def job_inputs(job):
     except TargetError as error:
         raise JobError(str(error)) from None
     found = samples_source(job.samples, job.imports)
-    samples = samples_for(found, job, qualified_name(op))
+    where = f"--samples {job.samples}"
+    try:
+        samples = samples_for(found, [_torch.qualified_name(op)], where, job.sample_key)
+    except ValueError as error:
+        raise JobError(str(error)) from None
     for index, sample in enumerate(samples):
         try:
             overload_for(op, as_sample(sample))
         except TypeError as error:
-            raise JobError(
-                f"--samples {job.samples}: sample #{index}: {error}"
-            ) from None
-    options = dict(job.options)
-    options["dtypes"] = tuple(getattr(torch, d) for d in options["dtypes"])
-    return op, samples, options
+            raise JobError(f"{where}: sample #{index}: {error}") from None
+    return op, samples, Options.from_json(job.options)
 
 
 def samples_source(source, imports=()):
@@ -764,27 +697,6 @@ def samples_source(source, imports=()):
         return as_samples(found)
     except TypeError as error:
         raise JobError(f"--samples {source}: {function_name}() {error}") from None
-
-
-def samples_for(found, job, name):
-    """The samples of ``job``'s operator (``name``) in ``found``. A lone entry
-    serves any operator only when it names none (a list of samples); an entry
-    keyed to another operator is never used for this one."""
-    where = f"--samples {job.samples}"
-    key = job.sample_key
-    if key is None:
-        if name in found:
-            key = name
-        elif list(found) == [""]:
-            key = ""
-        else:
-            held = ", ".join(k for k in found if k) or "none"
-            raise JobError(f"{where} holds no samples for {name}; it holds {held}")
-    if key not in found:
-        raise JobError(
-            f"{where} holds no samples for {key}; it holds {', '.join(found)}"
-        )
-    return found[key]
 
 
 def serve():

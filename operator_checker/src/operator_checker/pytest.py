@@ -52,8 +52,10 @@ from pathlib import Path
 
 import pytest
 
-from operator_checker.report import (
+from operator_checker.options import (
+    ARGUMENTS,
     CHECKS,
+    LIBRARY_SUFFIXES,
     OPERATOR_NAME,
     RUNNABLE,
     check_id,
@@ -61,20 +63,6 @@ from operator_checker.report import (
 )
 
 LIMITATION = "operator_checker limitation"  # the name of a recorded property
-OPTIONS = (
-    "devices",
-    "dtypes",
-    "exact",
-    "nondet_tol",
-    "nondifferentiable",
-    "skip",
-    "limitations",
-    "only",
-    "quick",
-    "isolate",
-    "imports",
-    "timeout",
-)
 SHOWN = 5  # the causes a message lists before saying how many more
 
 
@@ -95,7 +83,9 @@ class OperatorTests:
     def name(self):
         if isinstance(self.op, str):
             return self.op
-        return getattr(self.op, "_qualname", None) or str(self.op)
+        from operator_checker import _torch
+
+        return _torch.display_name(self.op)
 
     def report(self, test_file, rootdir):
         """The report, computed by the first test that asks for it."""
@@ -109,7 +99,7 @@ class OperatorTests:
         return self.result
 
     def compute(self, test_file, rootdir):
-        from operator_checker.core import check_operator
+        from operator_checker.api import check_operator
 
         samples = self.samples() if callable(self.samples) else self.samples
         if isinstance(samples, (str, os.PathLike)):
@@ -130,7 +120,7 @@ class OperatorTests:
             options["only"] = wanted
         options["imports"] = [
             str(find(what, test_file, rootdir, "imports"))
-            if what.endswith((".py", ".so", ".dylib", ".dll"))
+            if what.endswith((".py", *LIBRARY_SUFFIXES))
             else what
             for what in map(str, options.get("imports", ()))
         ]
@@ -144,23 +134,19 @@ class OperatorTests:
     def chosen(self, found, where):
         """This operator's samples in ``{operator: [samples]}``: its own entry,
         or a lone entry that names no operator; never another's."""
-        wanted = {self.name}
+        from operator_checker.samples import qualified_name, samples_for
+
+        wanted = [self.name]
         if isinstance(self.op, str):
             match = OPERATOR_NAME.match(self.op)
             if match:
-                wanted.add("::".join(match.groups()[:2]))
+                wanted.append("::".join(match.groups()[:2]))
         else:
-            from operator_checker.samples import qualified_name
-
-            wanted.add(qualified_name(self.op))
-        for key in found:
-            if key in wanted:
-                return found[key]
-        if list(found) in ([""], ["sample"]):
-            return next(iter(found.values()))
-        raise NotChecked(
-            f"{where} holds no samples for {self.name}; it holds {', '.join(found)}"
-        )
+            wanted.append(qualified_name(self.op))
+        try:
+            return samples_for(found, wanted, where)
+        except ValueError as error:
+            raise NotChecked(str(error)) from None
 
 
 def unchecked(error):
@@ -200,11 +186,11 @@ def operator_tests(op, samples, **options):
     operator_tests(crop, samples=[(image, 2)])``. ``op`` and the options are
     ``check_operator``'s, with ``isolate=True`` unless you say otherwise.
     """
-    unknown = sorted(set(options) - set(OPTIONS))
+    unknown = sorted(set(options) - set(ARGUMENTS))
     if unknown:
         raise TypeError(
             f"operator_tests() got an unexpected keyword argument {unknown[0]!r}; "
-            f"it takes {', '.join(OPTIONS)}"
+            f"it takes {', '.join(ARGUMENTS)}"
         )
     check_only(options.get("only"))
     tests = OperatorTests(op, samples, options)

@@ -1,12 +1,12 @@
 """Samples
 -------
 A sample is the arguments of one call: a tuple of positional arguments, or
-``Sample(*args, **kwargs)`` for keyword-only ones. It is bound to the
-operator's schema, which gives every tensor its argument's name. The schema
-comes from two private attributes, ``_opoverload`` of a ``custom_op`` and
-``_schema`` of an ``OpOverload``; nothing public exposes it. An
-``OpOverloadPacket`` (``torch.ops.ns.name``) runs the first overload whose
-schema the sample fits, whatever the overloads are called.
+``Sample(*args, **kwargs)`` for keyword-only ones. ``overload_for`` binds it
+to the operator's schema, once, into a copy whose tensors carry their
+arguments' names (the schema comes from private attributes of torch, which
+``operator_checker._torch`` reads). An ``OpOverloadPacket``
+(``torch.ops.ns.name``) runs the first overload whose schema the sample
+fits, whatever the overloads are called.
 
 Recording samples
 -----------------
@@ -23,14 +23,9 @@ import torch
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from operator_checker import TORCH_FLOOR
+from operator_checker import _torch
 
-if tuple(int(part) for part in torch.__version__.split(".")[:2]) < TORCH_FLOOR:
-    raise ImportError(
-        "operator_checker needs PyTorch {}.{} or later; this is {}".format(
-            *TORCH_FLOOR, torch.__version__
-        )
-    )
+_torch.require_floor()
 
 
 class Sample:
@@ -167,23 +162,29 @@ def misfit(kind, value):
     return f"{type(value).__name__} {value!r}"[:60]
 
 
+def bound(sample, names):
+    """A copy of ``sample`` whose arguments carry the schema's ``names``; the
+    sample itself stays as it was."""
+    copy = Sample(*sample.args, **sample.kwargs)
+    copy.names = names
+    return copy
+
+
 def overload_for(op, sample):
-    """The ``OpOverload`` that ``op`` runs for ``sample``; binds the sample."""
-    op = getattr(op, "_opoverload", op)  # a custom_op's CustomOpDef
-    if isinstance(op, torch._ops.OpOverload):
-        sample.names = bind(op._schema, sample)
-        return op
-    if not isinstance(op, torch._ops.OpOverloadPacket):
+    """``(overload, bound sample)``: the ``OpOverload`` that ``op`` runs for
+    ``sample``, and the sample bound to its schema (a copy)."""
+    op = _torch.unwrapped(op)  # a custom_op's CustomOpDef
+    if _torch.is_overload(op):
+        return op, bound(sample, bind(_torch.schema_of(op), sample))
+    if not _torch.is_packet(op):
         raise TypeError(
             f"{op!r} is not an operator: pass a custom_op, torch.ops.ns.name "
             "or one of its overloads"
         )
     reasons = []
-    for name in op.overloads():
-        overload = getattr(op, name)
+    for name, overload in _torch.overloads_of(op):
         try:
-            sample.names = bind(overload._schema, sample)
-            return overload
+            return overload, bound(sample, bind(_torch.schema_of(overload), sample))
         except TypeError as reason:
             reasons.append(f"{name}: {reason}")
     if len(reasons) == 1:  # one overload: its reason is the whole story
@@ -217,11 +218,7 @@ def capture_samples(*ops, limit=3):
         yield captured
 
 
-def qualified_name(op):
-    op = getattr(op, "_opoverload", op)
-    if isinstance(op, torch._ops.OpOverload):
-        return op._schema.name
-    return getattr(op, "_qualified_op_name", None)
+qualified_name = _torch.qualified_name
 
 
 FORMAT = "operator_checker.samples/1"
@@ -294,3 +291,20 @@ def checked_list(found, expected):
             )
     return [as_sample(tuple(item) if isinstance(item, list) else item)
             for item in found]  # fmt: skip
+
+
+def samples_for(found, names, where, key=None):
+    """The samples of an operator in ``found`` (``{key: [samples]}``): the
+    entry ``key``, else the entry of one of its ``names``, else a lone entry
+    that names no operator (a list of samples, or what
+    ``check_operator(..., isolate=True)`` saved). An entry keyed to another
+    operator is never used for this one: ``ValueError`` names both."""
+    if key is None:
+        key = next((name for name in names if name in found), None)
+    if key is None and list(found) in ([""], ["sample"]):
+        key = next(iter(found))
+    if key is None or key not in found:
+        held = ", ".join(k for k in found if k) or "none"
+        wanted = key or next(iter(names))
+        raise ValueError(f"{where} holds no samples for {wanted}; it holds {held}")
+    return found[key]

@@ -12,7 +12,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from operator_checker.report import OPERATOR_NAME
+from operator_checker import _torch
+from operator_checker.options import LIBRARY_SUFFIXES, OPERATOR_NAME
 
 
 class TargetError(Exception):
@@ -27,7 +28,7 @@ def load(what, option="--import"):
 
     path = Path(what)
     try:
-        if path.suffix in (".so", ".dylib", ".dll"):
+        if path.suffix in LIBRARY_SUFFIXES:
             if not path.is_file():
                 raise TargetError(f"{option} {what}: no such library")
             torch.ops.load_library(str(path.resolve()))
@@ -69,10 +70,7 @@ def resolve(target, imports=()):
                     f"{target}: {module_name} has no attribute {attribute}"
                 )
             found = getattr(found, part)
-        if not isinstance(
-            getattr(found, "_opoverload", found),
-            (torch._ops.OpOverload, torch._ops.OpOverloadPacket),
-        ):
+        if not _torch.is_operator(found):
             raise TargetError(
                 f"{target} is a {type(found).__name__}, not an operator: name a "
                 "custom_op, torch.ops.ns.name or one of its overloads"
@@ -111,13 +109,6 @@ def near_miss(namespace, name):
     close to ``name``, else ''."""
     import difflib
 
-    import torch
-
-    prefix = f"{namespace}::"
-    names = {
-        found.removeprefix(prefix).partition(".")[0]
-        for found in torch._C._dispatch_get_all_op_names()
-        if found.startswith(prefix)
-    }
-    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
-    return f" (did you mean {prefix}{close[0]}?)" if close else ""
+    names = sorted(_torch.operator_names(namespace))
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f" (did you mean {namespace}::{close[0]}?)" if close else ""

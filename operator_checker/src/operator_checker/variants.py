@@ -50,10 +50,13 @@ import itertools
 import torch
 from torch import Tensor
 
-from operator_checker.report import DTYPE_NAMES, cause, quiet
+from operator_checker.errors import cause, quiet
+from operator_checker.options import DTYPE_NAMES, LAYOUT_NAMES
+from operator_checker.report import Row
 from operator_checker.samples import Sample, is_tensor
+from operator_checker.steps import Crashed
 
-LAYOUTS = ("permuted", "strided", "expanded", "offset")
+LAYOUTS = LAYOUT_NAMES
 # The layouts that keep every value: what fails on them is the operator's.
 VALUE_KEEPING = ("contiguous", "permuted", "strided", "offset")
 DTYPES = tuple(getattr(torch, name) for name in DTYPE_NAMES)
@@ -313,3 +316,83 @@ def grown_samples(run, sample, indices=frozenset()):
         if len(samples) == 3:
             return samples
     return "the kernel accepts fewer than three larger sizes"
+
+
+def variants_of(
+    run, index, sample, devices, dtypes, written, nondifferentiable, steps, indices
+):
+    """The variants of one sample, and rows for those that cannot be made."""
+    tensors, names = sample.named_tensors()
+    floats = [t.dtype for t in tensors if t.is_floating_point()]
+    own = floats[0] if floats else None  # the sample is checked as given
+    differentiable = frozenset(
+        n
+        for n in names
+        if n not in written and n not in nondifferentiable and n not in indices
+    )
+    own_type = tensors[0].device.type if tensors else "cpu"
+    types = [torch.device(device).type for device in devices]
+    home_device = devices[types.index(own_type)] if own_type in types else devices[0]
+    home = ("contiguous", own, home_device, False)  # the sample as given
+    made, rows = [], []
+
+    def add(layout, dtype, device, grad, base, label=None):
+        kind = " ".join([label or layout, dtype_name(dtype)] + ["grad"] * grad)
+        given = (layout, dtype, device, grad) == home
+        fields = (base, layout, dtype, device, grad, differentiable, written, given)
+        made.append(Variant(f"#{index} {kind} {device}", index, *fields, indices))
+
+    for device in devices:
+        base = convert(sample, device, own)
+        add("contiguous", own, device, False, base)
+        for layout in LAYOUTS:
+            values, kept = base, written
+            if layout == "expanded":
+                kept = written | indices
+                values = base.map(lambda v, n, k=kept: first_row_everywhere(v, n in k))
+            laid_out = zip(*values.named_tensors(), strict=True)
+            if any(changes(t, layout) for t, n in laid_out if n not in kept):
+                add(layout, own, device, False, values)
+        where = f"#{index} empty {device}"
+        sizes = steps.guarded(
+            "eager",
+            ("empty", index, device),
+            lambda base=base: empty_sizes(run, base, indices),
+        )
+        if isinstance(sizes, dict):
+            emptied = resized(base, sizes)
+            label = "empty(" + ",".join(sorted({names[i] for i, _ in sizes})) + ")"
+            add("empty", own, device, False, emptied, label)
+        elif not isinstance(sizes, Crashed):  # a crash is a failed row already
+            why = f"no empty variant: {sizes}"
+            at = {"sample": index, "device": device}
+            rows.append(Row("eager", where, "not applicable", why, 5, at))
+        if floats:
+            for dtype in (d for d in dtypes if d != own):
+                add("contiguous", dtype, device, False, convert(sample, device, dtype))
+            # Gradients in float64, where finite differences are precise; then
+            # in the sample's own precision (float8 has no gradients), where
+            # float32 stands in for a kernel that refuses float64.
+            if own != torch.float64:
+                grad64 = convert(sample, device, torch.float64)
+                add("contiguous", torch.float64, device, True, grad64)
+            if own in COMPUTING:
+                add("contiguous", own, device, True, base)
+            if own in COMPUTING and any(changes(t, "permuted") for t in base.tensors()):
+                add("permuted", own, device, True, base)
+            if own in COMPUTING and isinstance(sizes, dict):
+                add("empty", own, device, True, emptied, label)
+    return made, rows
+
+
+def written_by_call(run, sample, declared):
+    """The arguments a call writes: those the schema declares, and those it
+    writes without declaring them (which ``test_schema`` reports)."""
+    copies = sample.map(lambda v, n: v.detach().clone() if is_tensor(v) else v)
+    written = set(declared)
+    if refusal(run, copies) is None:
+        before, names = sample.named_tensors()
+        for after, old, name in zip(copies.tensors(), before, names, strict=True):
+            if not identical(after, old):
+                written.add(name)
+    return frozenset(written)
