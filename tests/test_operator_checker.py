@@ -180,9 +180,11 @@ def test_every_row_has_the_json_fields_and_every_check_ran(field):
                 "operator",
                 "check",
                 "variant",
+                "at",
                 "outcome",
                 "detail",
                 "fix",
+                "seconds",
             }
             assert row["outcome"] in {
                 "failed",
