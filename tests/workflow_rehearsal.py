@@ -19,21 +19,30 @@ What is real and what is a stand-in:
   ``src/shared/search.ts`` does, download-artifact places one artifact or
   several as its ``src/download-artifact.ts`` (v8.0.1) does, with
   ``merge-multiple``; create-pull-request commits the changed ``add-paths``
-  and reports ``created``, ``updated`` or ``none``; and each refuses to run
-  when the job lacks the permission the action needs (``ACTION_PERMISSIONS``,
-  the table the permissions test checks every job against), as GitHub's
-  API answers "Resource not accessible by integration";
+  and reports ``created``, ``updated`` or ``none``; gh-action-pypi-publish
+  uploads nothing but records, in ``Rehearsal.published``, the files it
+  would upload (``packages-dir``'s, as its ``twine-upload.sh`` v1.8.14 takes
+  them) and the environment, and refuses as PyPI's trusted publishing does:
+  without ``id-token: write`` no OIDC token, and a token from outside the
+  environment the trusted publisher names (``pypi_publisher``) matches no
+  publisher; and each action refuses to run when the job lacks the
+  permission it needs (``ACTION_PERMISSIONS``, the table the permissions test
+  checks every job against), as GitHub's API answers "Resource not
+  accessible by integration";
 * ``sudo``, ``gh``, ``nvidia-smi`` and ``df`` are stand-ins on ``PATH``:
   ``sudo`` runs a command only where every path it names lies in the
   rehearsal's scratch folder and logs the others (this machine's /usr is not
   a runner's to delete); ``gh`` logs its calls and refuses a dispatch the
-  job's token may not make; ``df`` reports the disks of the runner the test
-  describes (``disks``), plus what each logged ``sudo rm -rf`` of a known
-  folder frees (``freed``).
+  job's token may not make, or of a workflow of .github/workflows/ that has
+  no ``workflow_dispatch`` trigger; ``df`` reports the disks of the runner
+  the test describes (``disks``), plus what each logged ``sudo rm -rf`` of a
+  known folder frees (``freed``).
 
-The artifacts of a run (``WorkflowRun.artifacts``) and the pull requests of
-every run (``Rehearsal.pulls``, the "remote") are kept, so a job can be run
-again, as "Re-run failed jobs" does.
+A push is rehearsed on a branch or a tag (``ref``), filtered by the
+trigger's ``branches`` or ``tags`` as GitHub filters it. The artifacts of a
+run (``WorkflowRun.artifacts``) and the pull requests and uploads to PyPI of
+every run (``Rehearsal.pulls`` and ``Rehearsal.published``, the "remote")
+are kept, so a job can be run again, as "Re-run failed jobs" does.
 """
 
 import fnmatch
@@ -73,6 +82,9 @@ ACTION_PERMISSIONS = {
     "actions/configure-pages": {"pages": "read"},
     # README: "pages: write" and "id-token: write" (the OIDC token)
     "actions/deploy-pages": {"pages": "write", "id-token": "write"},
+    # README "Trusted publishing": "id-token: write  # IMPORTANT: this
+    # permission is mandatory for trusted publishing"
+    "pypa/gh-action-pypi-publish": {"id-token": "write"},
 }
 # What commands in ``run:`` steps need of GITHUB_TOKEN (GH_TOKEN).
 COMMAND_PERMISSIONS = {
@@ -466,7 +478,8 @@ for path in paths:
 """
 
 GH = """\
-# gh: logs the call; refuses what the job's token may not do.
+# gh: logs the call; refuses what the job's token may not do, and a dispatch
+# of a workflow that is not there or cannot be dispatched.
 import json, os, sys
 permissions = json.loads(os.environ.get("REHEARSAL_PERMISSIONS", "{}"))
 with open(os.environ["REHEARSAL_GH_LOG"], "a") as log:
@@ -480,6 +493,12 @@ if sys.argv[1:3] == ["workflow", "run"]:
         sys.exit("gh: no GH_TOKEN")
     if permissions.get("actions") != "write":
         sys.exit("HTTP 403: Resource not accessible by integration")
+    name = sys.argv[3]
+    workflow = os.path.join(os.environ["REHEARSAL_WORKFLOWS"], name)
+    if not os.path.isfile(workflow):
+        sys.exit(f"could not find any workflows named {name}")
+    if "workflow_dispatch" not in open(workflow).read():
+        sys.exit("HTTP 422: Workflow does not have 'workflow_dispatch' trigger")
 """
 
 NVIDIA_SMI = """\
@@ -507,6 +526,7 @@ class JobRun:
     steps: list
     workspace: Path
     env: dict
+    environment: dict | None = None  # name and url, as the job ended
 
     def step(self, name):
         return next(step for step in self.steps if step.name == name)
@@ -548,10 +568,16 @@ class WorkflowRun:
 
 
 class Rehearsal:
-    """A scratch folder, stand-in programs and a "remote" (pull requests),
-    shared by the workflow runs of one test module."""
+    """A scratch folder, stand-in programs and a "remote" (pull requests,
+    uploads to PyPI), shared by the workflow runs of one test module.
+    ``pypi_publisher`` is the trusted publisher configured on PyPI
+    ({"repository", "workflow", "environment"}; none, no upload), always
+    with an environment, whose protection rules guard the upload: a job
+    outside it is refused."""
 
-    def __init__(self, scratch, disks, freed=None, runner_env=None):
+    def __init__(
+        self, scratch, disks, freed=None, runner_env=None, pypi_publisher=None
+    ):
         self.scratch = Path(scratch).resolve()
         self.bin = self.scratch / "bin"
         self.bin.mkdir(parents=True, exist_ok=True)
@@ -570,6 +596,9 @@ class Rehearsal:
         self.freed = freed or {}
         self.runner_env = runner_env or {}
         self.pulls = {}  # branch -> the pull request's fields
+        assert pypi_publisher is None or pypi_publisher.get("environment")
+        self.pypi_publisher = pypi_publisher
+        self.published = []  # each upload to PyPI: its files and claims
         self.runs = 0
 
     def log(self, path):
@@ -602,6 +631,7 @@ class Rehearsal:
             "REHEARSAL_SCRATCH": str(self.scratch),
             "REHEARSAL_SUDO_LOG": str(self.sudo_log),
             "REHEARSAL_GH_LOG": str(self.gh_log),
+            "REHEARSAL_WORKFLOWS": str(WORKFLOWS),
             "REHEARSAL_DISKS": json.dumps(self.disks),
             "REHEARSAL_FREED": json.dumps(self.freed),
         }
@@ -642,12 +672,8 @@ class Rehearsal:
             run = previous
         triggers = data["on"]
         assert event in triggers, f"{workflow} has no {event} trigger"
-        branches = (triggers.get(event) or {}).get("branches")
-        if event == "push" and branches:
-            branch = ref.removeprefix("refs/heads/")
-            assert any(fnmatch.fnmatchcase(branch, b) for b in branches), (
-                f"{workflow} does not run on a push to {branch}"
-            )
+        if event == "push":
+            assert pushed(triggers["push"], ref), f"{workflow} does not run on {ref}"
         declared = {}
         if event == "workflow_dispatch":
             declared = (triggers["workflow_dispatch"] or {}).get("inputs") or {}
@@ -663,7 +689,8 @@ class Rehearsal:
         github = {
             "event_name": event,
             "ref": ref,
-            "ref_name": ref.removeprefix("refs/heads/").removeprefix("refs/pull/"),
+            "ref_name": re.sub(r"^refs/(heads|tags|pull)/", "", ref),
+            "ref_type": "tag" if ref.startswith("refs/tags/") else "branch",
             "run_id": run.run_id,
             "run_attempt": 1,
             "repository": "octo-org/custom-ops",
@@ -805,6 +832,14 @@ class Rehearsal:
         )
         contexts["runner"]["environment"] = "github-hosted" if hosted else "self-hosted"
         env_context.update(interpolate(job.get("env") or {}, evaluator))
+        environment = job.get("environment")
+        if isinstance(environment, str):
+            environment = {"name": environment}
+        environment_name = (
+            to_string(interpolate(environment["name"], evaluator))
+            if environment
+            else None
+        )
         path_additions = []
         job_env = {
             **self.base_env(home),
@@ -876,7 +911,14 @@ class Rehearsal:
                     for k, v in interpolate(step.get("with") or {}, evaluator).items()
                 }
                 outcome, outputs, output = self.action(
-                    run, action, inputs, workspace, home, step_env, permissions
+                    run,
+                    action,
+                    inputs,
+                    workspace,
+                    home,
+                    step_env,
+                    permissions,
+                    environment_name,
                 )
                 files["GITHUB_OUTPUT"].write_text(
                     "".join(f"{k}={v}\n" for k, v in outputs.items())
@@ -940,20 +982,31 @@ class Rehearsal:
             steps,
             workspace,
             {**job_env, **env_context},
+            # The environment's url is read as the job ends, as GitHub does.
+            {
+                "name": environment_name,
+                "url": to_string(interpolate(environment.get("url"), evaluator)),
+            }
+            if environment
+            else None,
         )
 
     # -- Actions ------------------------------------------------------------------
 
-    def action(self, run, action, inputs, workspace, home, env, permissions):
-        """A stand-in for ``action``: (outcome, outputs, log)."""
+    def action(
+        self, run, action, inputs, workspace, home, env, permissions, environment
+    ):
+        """A stand-in for ``action``, run in a job in ``environment`` (a
+        name, or None): (outcome, outputs, log)."""
         assert action in ACTION_PERMISSIONS, f"no stand-in for {action}"
         for scope, level in ACTION_PERMISSIONS[action].items():
             if not granted(permissions, scope, level):
                 return (
                     "failure",
                     {},
-                    f"{action}: Resource not accessible by integration "
-                    f"(the job lacks {scope}: {level})",
+                    REFUSALS.get(action, REFUSAL).format(
+                        action=action, scope=scope, level=level
+                    ),
                 )
         handler = {
             "actions/checkout": lambda: self.checkout(workspace) or ({}, "checked out"),
@@ -983,6 +1036,9 @@ class Rehearsal:
                 workspace,
             ),
             "actions/deploy-pages": lambda: deploy(run),
+            "pypa/gh-action-pypi-publish": lambda: self.publish(
+                run, inputs, workspace, env, environment
+            ),
         }[action]
         try:
             outputs, output = handler()
@@ -1038,9 +1094,85 @@ class Rehearsal:
         )
         return outputs, f"pull request {operation}: {branch} -> {base}"
 
+    def publish(self, run, inputs, workspace, env, environment):
+        """gh-action-pypi-publish v1.8.14: trusted publishing (no password
+        given), then ``twine upload <packages-dir>/*``; records the upload."""
+        claims = {
+            "repository": env["GITHUB_REPOSITORY"],
+            "workflow": run.workflow.name,
+            "environment": environment,
+        }
+        # PyPI matches the OIDC token's claims against the publisher.
+        if self.pypi_publisher != claims:
+            rendered = ", ".join(
+                f"{key}: {value or 'MISSING'}" for key, value in claims.items()
+            )
+            raise StepFailed(
+                "::error::Trusted publishing exchange failure: Token request "
+                "failed: the server refused the request for the following "
+                "reasons: * `invalid-publisher`: valid token, but no "
+                "corresponding publisher (Publisher with matching claims was "
+                f"not found) [claims: {rendered}]"
+            )
+        folder = (workspace / (inputs.get("packages-dir") or "dist")).resolve()
+        files = sorted(path for path in folder.glob("*") if path.is_file())
+        if not files:
+            raise StepFailed(
+                f"ERROR InvalidDistribution: Cannot find file (or expand "
+                f"pattern): '{folder}/*'"
+            )
+        for path in files:
+            if not path.name.endswith((".whl", ".tar.gz")):
+                raise StepFailed(
+                    "ERROR InvalidDistribution: Unknown distribution format: "
+                    f"'{path.name}'"
+                )
+        self.published.append(
+            {
+                "repository-url": inputs.get("repository-url")
+                or "https://upload.pypi.org/legacy/",
+                "files": {path.name: path.read_bytes() for path in files},
+                "ref": env["GITHUB_REF"],
+                **claims,
+            }
+        )
+        return {}, "would upload: " + ", ".join(path.name for path in files)
+
+
+# What an action answers a job whose token lacks a permission it needs.
+REFUSAL = (
+    "{action}: Resource not accessible by integration (the job lacks {scope}: {level})"
+)
+REFUSALS = {
+    # oidc-exchange.py v1.8.14, _TOKEN_RETRIEVAL_FAILED_MESSAGE
+    "pypa/gh-action-pypi-publish": (
+        "::error::Trusted publishing exchange failure: OpenID Connect token "
+        "retrieval failed: GitHub: missing or insufficient OIDC token "
+        "permissions, the ACTIONS_ID_TOKEN_REQUEST_TOKEN environment variable "
+        "was unset. This generally indicates a workflow configuration error, "
+        "such as insufficient permissions. Make sure that your workflow has "
+        "`id-token: write` configured at the job level"
+    ),
+}
+
 
 class StepFailed(Exception):
     pass
+
+
+def pushed(trigger, ref):
+    """Whether a push of ``ref`` starts a workflow ``on: push: trigger``: a
+    branch is filtered by ``branches``, a tag by ``tags``, and a workflow
+    that filters only one kind of ref never runs for the other."""
+    trigger = trigger or {}
+    unread = {"branches-ignore", "tags-ignore", "paths", "paths-ignore"} & set(trigger)
+    assert not unread, f"the rehearsal reads no {unread}"
+    tag = ref.startswith("refs/tags/")
+    kind, other = ("tags", "branches") if tag else ("branches", "tags")
+    if kind not in trigger:
+        return other not in trigger
+    name = re.sub(r"^refs/(heads|tags)/", "", ref)
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in trigger[kind])
 
 
 def order(jobs):
