@@ -1,6 +1,6 @@
 """An API reference of the torch the pages ran on, linked from their code.
 
-Every name of the course's torch API (``pagelib.api_reference.NAMESPACES``)
+Every name of the course's torch API (``pagelib.api_names.NAMESPACES``)
 that a page's code uses gets a page of its own under ``api/``, generated at
 each build from what Sphinx-Gallery's ``identify_names`` found in the pages'
 code (the ``.codeobj.json`` files): no list kept by hand, and no inventory
@@ -48,7 +48,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 from sphinx_gallery._doctree_links import CodeLinksTransform
 
-from pagelib import api_reference, checker, gallery, hooks, layout
+from pagelib import api_names, checker, gallery, hooks, layout
 
 logger = logging.getLogger(__name__)
 _ = get_translation(layout.SITE_CATALOG)
@@ -74,9 +74,7 @@ def generate_entries(app):
     if app.builder.name == "gettext":
         documented = translated_api()
     else:
-        found = api_reference.usage(
-            api_reference.read_codeobjs(_examples(app), app.srcdir)
-        )
+        found = api_names.usage(api_names.read_codeobjs(_examples(app), app.srcdir))
         used, aliases = _entries(app.env, found)
         documented = list(used)
     # The last build's usage, kept with the environment: what the index and
@@ -84,8 +82,8 @@ def generate_entries(app):
     app.env.api_reference_before = getattr(app.env, "api_reference_next", None)
     app.env.api_reference_next = used
     app.env.api_reference_aliases = aliases
-    folder = Path(app.srcdir) / api_reference.FOLDER
-    wanted = {f"{name}.rst": api_reference.entry_source(name) for name in documented}
+    folder = Path(app.srcdir) / api_names.FOLDER
+    wanted = {f"{name}.rst": api_names.entry_source(name) for name in documented}
     if folder.is_dir():
         for stale in folder.glob("*.rst"):
             if stale.name not in wanted:
@@ -100,8 +98,8 @@ def generate_entries(app):
 def translated_api():
     """The names an entry of a translated namespace could document."""
     names = []
-    for namespace in api_reference.TRANSLATED_NAMESPACES:
-        names += api_reference.public_api(namespace, pkgutil.resolve_name(namespace))
+    for namespace in api_names.TRANSLATED_NAMESPACES:
+        names += api_names.public_api(namespace, pkgutil.resolve_name(namespace))
     return names
 
 
@@ -138,8 +136,7 @@ def _entries(env, found):
         if name in aliases:
             pages.setdefault(aliases[name], set()).update(users)
     used = {
-        name: sorted(pages[name], key=api_reference.course_rank)
-        for name in sorted(pages)
+        name: sorted(pages[name], key=api_names.course_rank) for name in sorted(pages)
     }
     env.api_reference_resolved = (found, used, aliases)
     return used, aliases
@@ -204,7 +201,7 @@ class ApiEntry(SphinxDirective):
         if problem:
             result = _signature_only(result) + self._plain_docstring(obj, problem)
         classes = ["api-docstring"]
-        if api_reference.is_translated(name):
+        if api_names.is_translated(name):
             # The course's own docstrings are translated with the entry's
             # catalog, like the pages.
             self._check_catalog(result)
@@ -312,7 +309,7 @@ def docstring_reference_as_text(app, env, node, contnode):
     Sphinx, which warns about a missing one."""
     if node.get("refdomain") != "std" or node.get("reftype") != "ref":
         return None
-    if not node.get("refdoc", "").startswith(api_reference.FOLDER + "/"):
+    if not node.get("refdoc", "").startswith(api_names.FOLDER + "/"):
         return None
     if "docstring of " not in (node.source or ""):
         return None
@@ -324,7 +321,7 @@ def relative_links_as_text(app, doctree):
     documentation by a relative address (```the ctx <context_method_mixins>`_``
     in ``register_autograd``) would point at nothing on this site: its text
     stays, unlinked. Addresses with a scheme, and anchors, stay links."""
-    if not app.env.docname.startswith(api_reference.FOLDER + "/"):
+    if not app.env.docname.startswith(api_names.FOLDER + "/"):
         return
     for reference in list(doctree.findall(nodes.reference)):
         uri = reference.get("refuri")
@@ -358,14 +355,14 @@ class ApiIndex(SphinxDirective):
         lines = []
         namespace = None
         for name, pages in used.items():
-            if api_reference.namespace_of(name) != namespace:
-                namespace = api_reference.namespace_of(name)
+            if api_names.namespace_of(name) != namespace:
+                namespace = api_names.namespace_of(name)
                 lines += ["", f".. rubric:: ``{namespace}``", ""]
             entry = f":py:obj:`{name}`"
             users = ", ".join(f":doc:`/{page}`" for page in pages)
             lines += [f"* {entry}: {users}"]
         lines += ["", ".. toctree::", "   :hidden:", ""]
-        lines += [f"   /{api_reference.entry_docname(name)}" for name in used]
+        lines += [f"   /{api_names.entry_docname(name)}" for name in used]
         holder = nodes.container(classes=["api-index"])
         self.state.nested_parse(
             StringList(lines, source="<api-index>"), self.content_offset, holder
@@ -416,7 +413,7 @@ class CheckCodeLinks(SphinxPostTransform):
 
     def run(self, **kwargs):
         docname = self.env.docname
-        codeobjs = api_reference.read_codeobjs([docname], self.env.srcdir)
+        codeobjs = api_names.read_codeobjs([docname], self.env.srcdir)
         if docname not in codeobjs:
             return
         codeobj = codeobjs[docname]
@@ -442,7 +439,7 @@ class CheckCodeLinks(SphinxPostTransform):
             if implicit and re.search(
                 r"(?<![\w.])" + re.escape(written) + r"(?!\w)", code
             ):
-                names = api_reference.names_in_codeobj({written: implicit})
+                names = api_names.names_in_codeobj({written: implicit})
                 wanted |= {aliases[name] for name in names if name in aliases}
         linked = set()
         for block in blocks:
@@ -637,10 +634,10 @@ def rewrite_entries(app, env):
         if cards.get(page) != before_cards.get(page)
     }
     return [
-        api_reference.entry_docname(name)
+        api_names.entry_docname(name)
         for name, pages in used.items()
         if before_used.get(name) != pages or changed.intersection(pages)
-        if api_reference.entry_docname(name) in env.found_docs
+        if api_names.entry_docname(name) in env.found_docs
     ]
 
 

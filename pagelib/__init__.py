@@ -5,7 +5,7 @@
 ``contract``     what a page must look like, and its code's identity
 ``records``      what the version matrix measured for each page (``Record``)
 ``run_record``   the record of the run that produced a page's output
-``course``       the order of the pages and their one-line summaries (course.toml)
+``course``       the pages: their order and settings, one table each (course.toml)
 ``pagelint``     every piece a page needs besides its script, and what is missing
 ``gallery``      where the examples are, from Sphinx-Gallery's settings
 ``hooks``        what Sphinx-Gallery calls around each example
@@ -13,7 +13,7 @@
 ``translation``  a page's catalog, and a script with its prose translated
 ``wording``      lists, devices, sentences and floors in the build's language
 ``checker``      the course's checker package: its version, wheel and digest
-``api_reference`` the torch API names the pages' code uses, and their entries
+``api_names``    the torch API names the pages' code uses, and their entries
 ``thumbnails``   the gallery's cards (title, summary) in a translated edition
 
 The Sphinx extensions in ``_ext/``, the tools in ``tools/`` and the tests

@@ -3,13 +3,19 @@
 and make do).
 
 * ``unit/``: the fast lane (`make unit`, part of `make check`): one module per
-  module it tests (``test_matrix.py`` for ``tools/matrix.py``,
-  ``test_notebooks.py`` for ``_ext/notebooks.py``), plus ``test_pages.py``,
-  the rules every page of ``advanced/`` must follow that need no build. Its
-  own ``conftest.py`` holds its fixtures (a small version matrix, a Sphinx
-  build in this process, the Chinese catalog).
+  module it tests, named after it (``test_matrix.py`` for ``tools/matrix.py``,
+  ``test_notebooks.py`` for ``_ext/notebooks.py``); the few that test
+  something else (``test_pages.py``: the rules every page of ``advanced/``
+  follows that need no build) are listed with why in ``unit/test_layout.py``,
+  which fails on any other name. Its own ``conftest.py`` holds its fixtures (a
+  small version matrix, a Sphinx build in this process, the Chinese catalog).
 * ``test_*.py`` here: what needs the site's build, a scratch build or a run of
   a page (`make test`). ``conftest.py`` holds their fixtures and hooks.
+  ``test_api_reference.py`` runs no page but is here all the same: each of
+  its builds is of a scratch copy of the whole project (every extension,
+  torch's docstrings through autodoc), in a fresh ``python -m sphinx`` with
+  an environment of its own (``REPOSITORY_URL``), which the fast lane's
+  in-process ``sphinx_build`` does not give.
 * ``pages.py``: a page as the template prescribes and its version records,
   for both lanes; ``helpers.py``: what the slow tests share (running make, a
   scratch copy of the project, reading a built page).

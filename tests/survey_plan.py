@@ -39,7 +39,7 @@ import functools
 import re
 from html.parser import HTMLParser
 
-from pagelib import api_reference, layout
+from pagelib import api_names, layout
 
 FIRST = ("desktop", "light")
 DARK = ("desktop", "dark")
@@ -95,7 +95,7 @@ def edition_of(page):
 
 def is_entry(page):
     rest = page.split("/", 1)[1] if edition_of(page) else page
-    return rest.startswith(api_reference.FOLDER + "/")
+    return rest.startswith(api_names.FOLDER + "/")
 
 
 TOOLTIP = re.compile(r' title="[^"]*"')

@@ -8,7 +8,7 @@
   alone. Sphinx-Gallery's per-run "Total running time" lines and its
   computation-times pages are left out: they change with every run.
 * The API reference's entries of the course's own package (the translated
-  namespaces of ``pagelib.api_reference``) are documents of that build too,
+  namespaces of ``pagelib.api_names``) are documents of that build too,
   their docstrings included: the build writes one for each name of the
   package's public API, since which of them the site shows depends on the
   pages' run. An entry whose docstring has no prose gets no catalog (its
@@ -46,14 +46,14 @@ from babel.messages.pofile import read_po, write_po
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pagelib import api_reference, layout, translation  # noqa: E402
+from pagelib import api_names, layout, translation  # noqa: E402
 
 # Messages that must not be translated through the catalogs.
 DROPPED_DOCUMENTS = ("sg_execution_times", "tutorials/sg_execution_times")
 DROPPED_PREFIXES = ("**Total running time of the script:**",)
 # An API entry's title is its name, a literal the same in every language: an
 # entry holds nothing else to translate when its object has no docstring.
-API_FOLDER = api_reference.FOLDER
+API_FOLDER = api_names.FOLDER
 LITERAL_ONLY = re.compile(r"``[^`]+``")
 WIDTH = 79
 FIXED_DATE = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)

@@ -1,7 +1,7 @@
 """The API reference's list of entries, from what the pages' code uses
-(pagelib/api_reference.py)."""
+(pagelib/api_names.py)."""
 
-from pagelib import api_reference
+from pagelib import api_names
 from pagelib.course import COURSE
 
 
@@ -16,15 +16,15 @@ def cobj(module, name, short=None, explicit=False):
 
 
 def test_the_course_namespaces_and_only_their_public_names_count():
-    assert api_reference.in_course_api("torch.library.custom_op")
-    assert api_reference.in_course_api("torch.compile")
-    assert api_reference.in_course_api("torch.distributed.tensor.Shard")
-    assert api_reference.in_course_api("torch.utils.cpp_extension.load_inline")
-    assert not api_reference.in_course_api("torch.randn")
-    assert not api_reference.in_course_api("torch.compiler.disable")
-    assert not api_reference.in_course_api("torch.libraryx.thing")
-    assert not api_reference.in_course_api("torch.library._private")
-    assert not api_reference.in_course_api("torch._library.custom_ops.custom_op")
+    assert api_names.in_course_api("torch.library.custom_op")
+    assert api_names.in_course_api("torch.compile")
+    assert api_names.in_course_api("torch.distributed.tensor.Shard")
+    assert api_names.in_course_api("torch.utils.cpp_extension.load_inline")
+    assert not api_names.in_course_api("torch.randn")
+    assert not api_names.in_course_api("torch.compiler.disable")
+    assert not api_names.in_course_api("torch.libraryx.thing")
+    assert not api_names.in_course_api("torch.library._private")
+    assert not api_names.in_course_api("torch._library.custom_ops.custom_op")
 
 
 def test_a_name_is_listed_under_the_public_module_sphinx_gallery_found():
@@ -37,7 +37,7 @@ def test_a_name_is_listed_under_the_public_module_sphinx_gallery_found():
         "opcheck": [cobj("torch._library.testing", "opcheck", "torch.library")],
         "torch.randn": [cobj("torch", "randn")],
     }
-    assert api_reference.names_in_codeobj(codeobj) == {
+    assert api_names.names_in_codeobj(codeobj) == {
         "torch.library.custom_op",
         "torch.utils.cpp_extension.load_inline",
         "torch.library.opcheck",
@@ -54,7 +54,7 @@ def test_usage_lists_each_names_pages_in_course_order():
             "o": [cobj("torch.library", "opcheck")],
         },
     }
-    assert api_reference.usage(pages) == {
+    assert api_names.usage(pages) == {
         "torch.library.custom_op": [
             f"tutorials/{first[:-3]}",
             f"tutorials/{second[:-3]}",
@@ -65,26 +65,26 @@ def test_usage_lists_each_names_pages_in_course_order():
 
 
 def test_an_entry_page_is_its_title_and_the_directive():
-    text = api_reference.entry_source("torch.compile")
+    text = api_names.entry_source("torch.compile")
     assert text == (
         "``torch.compile``\n=================\n\n.. api-entry:: torch.compile\n"
     )
-    assert api_reference.entry_docname("torch.compile") == "api/torch.compile"
+    assert api_names.entry_docname("torch.compile") == "api/torch.compile"
 
 
 def test_a_name_belongs_to_the_longest_namespace_holding_it():
-    assert api_reference.namespace_of("torch.library.opcheck") == "torch.library"
+    assert api_names.namespace_of("torch.library.opcheck") == "torch.library"
     assert (
-        api_reference.namespace_of("torch.distributed.tensor.Shard")
+        api_names.namespace_of("torch.distributed.tensor.Shard")
         == "torch.distributed.tensor"
     )
 
 
 def test_only_the_courses_own_namespaces_are_translated():
-    assert api_reference.is_translated("operator_checker.check_operator")
-    assert api_reference.is_translated("operator_checker")
-    assert not api_reference.is_translated("operator_checkers.thing")
-    assert not api_reference.is_translated("torch.library.opcheck")
+    assert api_names.is_translated("operator_checker.check_operator")
+    assert api_names.is_translated("operator_checker")
+    assert not api_names.is_translated("operator_checkers.thing")
+    assert not api_names.is_translated("torch.library.opcheck")
 
 
 def test_the_public_api_is_all_and_the_methods_of_its_classes():
@@ -109,7 +109,7 @@ def test_the_public_api_is_all_and_the_methods_of_its_classes():
     module.__all__ = ["Report", "CHECKS", "_hidden", "__version__"]
     module.Report, module.CHECKS = Report, ("a", "b")
     module._hidden = module.__version__ = None
-    assert api_reference.public_api("checker", module) == [
+    assert api_names.public_api("checker", module) == [
         "checker.CHECKS",
         "checker.Report",
         "checker.Report.outcome",

@@ -1,3 +1,7 @@
+"""The page template and the code digest (pagelib/contract.py): what a prose
+edit keeps, what a code edit changes, and the card fields a script's
+docstring gives."""
+
 import textwrap
 
 import pytest

@@ -1,3 +1,6 @@
+"""The course (pagelib/course.py): the pages' order and summaries from
+pagelib/course.toml, the order it gives the gallery, a page placed by a test."""
+
 from pagelib import course
 from pagelib.course import COURSE, CourseOrder
 

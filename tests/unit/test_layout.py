@@ -1,6 +1,7 @@
 """The layout the architecture asks for: Sphinx extensions in _ext/, helpers in
-pagelib/, tools in tools/, no import cycle, no extension importing another, and
-no module reaching into another's private names."""
+pagelib/, tools in tools/, no import cycle, no extension importing another, no
+module reaching into another's private names, and each unit test module named
+after the module it tests."""
 
 import ast
 from pathlib import Path
@@ -106,3 +107,34 @@ def test_every_extension_in_ext_is_a_sphinx_extension():
         tree = ast.parse(path.read_text())
         functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         assert "setup" in functions, f"_ext/{path.name} is not a Sphinx extension"
+
+
+# The unit test modules that test no one module of _ext/, pagelib/ or tools/,
+# each with what it tests instead (docs/dev/testing.md lists them all).
+NOT_NAMED_AFTER_A_MODULE = {
+    "test_layout": "the layout of the modules (this file), not pagelib/layout.py",
+    "test_pages": "the rules every page of advanced/ follows that need no build",
+    "test_extension_contracts": "what one extension writes and another reads",
+    "test_checker_fixes": "operator_checker's FIXES against the course's sections",
+    "test_troubleshooting_index": "the troubleshooting page's error index",
+    "test_survey_plan": "tests/survey_plan.py, the browser survey's plan",
+    "test_xdist_groups": "tests/conftest.py's worker groups",
+}
+
+
+def test_each_unit_test_module_is_named_after_the_module_it_tests():
+    modules = {path.stem for path in MODULES.values()}
+    unplaced = [
+        path.name
+        for path in sorted((REPO / "tests" / "unit").glob("test_*.py"))
+        if path.stem.removeprefix("test_") not in modules
+        and path.stem not in NOT_NAMED_AFTER_A_MODULE
+    ]
+    assert not unplaced, (
+        f"{unplaced}: a unit test module is named test_<module>.py after the "
+        "module of _ext/, pagelib/ or tools/ it tests; one that tests something "
+        "else is listed, with why, in NOT_NAMED_AFTER_A_MODULE"
+    )
+    listed = set(NOT_NAMED_AFTER_A_MODULE)
+    present = {p.stem for p in (REPO / "tests" / "unit").glob("test_*.py")}
+    assert listed <= present, f"listed but gone: {sorted(listed - present)}"

@@ -1,3 +1,6 @@
+"""reST prose to a notebook's Markdown (pagelib/markdown.py), construct by
+construct, and an error naming what it cannot convert."""
+
 import pytest
 
 from pagelib import markdown

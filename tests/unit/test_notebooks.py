@@ -1,3 +1,6 @@
+"""The notebooks' first cell and links (_ext/notebooks.py): the packages a
+script needs, its ignore blocks kept, references made links."""
+
 import notebooks
 import pytest
 

@@ -1,3 +1,6 @@
+"""A page's version records (pagelib/records.py): its floor, its verified
+releases, and what makes them missing or stale."""
+
 import shutil
 
 import pytest

@@ -1,3 +1,6 @@
+"""A page's catalog into a translated script (pagelib/translation.py), and the
+catalog checks: English left in a translation, a space before a Chinese link."""
+
 import ast
 import re
 
