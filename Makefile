@@ -1,12 +1,9 @@
 # Build and test the PyTorch custom operators tutorials.
 #
-#   make html          build the site into _build/html, running every example
-#   make check         the fast lane, after every edit (under 2 minutes): lint,
-#                      unit tests, catalogs, and a build that runs no example
-#   make test          run the whole test suite (lint, examples, build, notebooks)
-#   make matrix        run every page under every PyTorch release of the matrix
-#   make workflows-lint  validate and audit .github/workflows (part of check)
-#   make bench         measure build times and page weights (_build/bench.json)
+# `make` (or `make help`) lists the targets, from the `## ` comment on each.
+# The three that matter most: `make check` after every edit, `make html` to
+# build the site, `make test` for the whole suite. CONTRIBUTING.md and
+# docs/dev/ say more.
 #
 # The first run creates a virtual environment from the pinned requirements in a
 # cache directory outside the clone, keyed by the requirements' hash and the
@@ -16,7 +13,7 @@
 # and choose the interpreter with `make html PYTHON=python3.12`.
 
 SHELL := /bin/bash
-.DEFAULT_GOAL := html
+.DEFAULT_GOAL := help
 
 PYTHON ?= python3
 REQUIREMENTS := requirements.txt constraints.txt
@@ -60,13 +57,22 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 	else mkdir -p $(BUILDDIR)/html/$(1) && touch $$stamp.new && $(TRANSLATED) \
 		&& mv $$stamp.new $$stamp; fi
 
-.PHONY: wheel html html-noplot check pagelint unit test lint format clean venv bench bench-ci bench-disk bench-checker matrix matrix-table catalogs prune-envs workflows-lint lint-venv
+.PHONY: help wheel html html-noplot check pagelint unit test lint format clean venv \
+	bench bench-build bench-ci bench-disk bench-checker \
+	matrix matrix-table matrix-stale catalogs prune-envs workflows-lint lint-venv
 
-html: venv
+# Every target with a `## ` comment, in the order of this file.
+help: ## list the targets (the default)
+	@echo "make <target>, where <target> is one of:"
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' \
+		$(firstword $(MAKEFILE_LIST))
+	@echo "The first run makes the site's environment (see CONTRIBUTING.md)."
+
+html: venv ## build both editions into _build/html, running the pages that changed
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) . $(BUILDDIR)/html
 	@$(foreach language,$(TRANSLATIONS),$(call TRANSLATED_IF_CHANGED,$(language)) &&) true
 
-html-noplot: venv
+html-noplot: venv ## build both editions without running any page
 	$(BIN)/sphinx-build -b html $(SPHINXOPTS) -D plot_gallery=0 . $(BUILDDIR)/html
 	$(foreach language,$(TRANSLATIONS),$(call TRANSLATED,$(language)) &&) true
 
@@ -75,33 +81,33 @@ html-noplot: venv
 # Its no-plot build has a build directory of its own: its configuration differs
 # from `make html`'s (plot_gallery), and sharing _build/html would make the
 # next `make html` write every page again.
-check: lint workflows-lint pagelint unit
+check: lint workflows-lint pagelint unit ## after every edit: lint, page lint, unit tests, catalogs, no-plot build
 	$(BIN)/python tools/catalogs.py check
 	$(MAKE) --no-print-directory html-noplot BUILDDIR=$(BUILDDIR)/check
 
 # Every piece a page lacks besides its script, one line each with the file to
 # edit (pagelib/pagelint.py). Before the unit tests, so that a new page gets the
 # whole list rather than the first failing assertion.
-pagelint: venv
+pagelint: venv ## what each page lacks besides its script, and the file to edit
 	$(BIN)/python -m pagelib.pagelint
 
 # --confcutdir: the fast lane loads its own conftest only (tests/unit/conftest.py),
 # not the slow lane's (its site fixtures, and its CI guard against narrowed runs).
 # The checker package's own tests run from its folder, with its own settings,
 # its slow ones (child processes, a hang) left to `make test`.
-unit: venv
+unit: venv ## the unit tests: tests/unit/ and the checker's fast tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider --confcutdir=tests/unit tests/unit
 	cd operator_checker && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 # The course's checker as a wheel (operator_checker/, see pagelib/checker.py):
 # `pip install _build/wheels/operator_checker-*.whl` in any environment with
 # PyTorch 2.7 or later. The site serves the same wheel under wheels/.
-wheel: venv
+wheel: venv ## the checker's wheel, into _build/wheels/
 	@$(BIN)/python -c 'import sys; from pagelib import checker; print(checker.build_wheel(sys.executable, sys.argv[1]))' $(BUILDDIR)/wheels
 
 # After editing English prose: bring the catalogs in locale/ up to date, then
 # translate what is new or fuzzy.
-catalogs: venv
+catalogs: venv ## bring the Chinese catalogs up to date after an English edit
 	$(BIN)/python tools/catalogs.py update
 
 # axe-core, from the npm registry, for the accessibility audit of the browser
@@ -128,7 +134,7 @@ $(AXE):
 # processes in the notebooks of one run); where the check passes, as on this
 # machine, the generated code is the same.
 TEST_WORKERS ?= auto
-test: lint workflows-lint $(AXE)
+test: lint workflows-lint $(AXE) ## the whole test suite, as CI runs it (TEST_WORKERS=, PYTEST_ARGS=)
 	AXE_CORE=$(AXE) TORCHINDUCTOR_COMPILE_THREADS=1 TORCHINDUCTOR_VEC_ISA_OK=1 \
 		$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
@@ -137,38 +143,43 @@ test: lint workflows-lint $(AXE)
 # RECORDS=dir writes the records there instead (one shard of the workflow);
 # REQUIRE_CUDA=1 fails every page that did not run on CUDA (the GPU lane);
 # STRICT=1 exits non-zero when a page fails.
-matrix: venv
+matrix: venv ## run pages under the matrix's releases and record them (PAGES= RELEASES= ...)
 	$(BIN)/python tools/matrix.py run $(if $(PROBE),--probe) $(foreach p,$(PAGES),--page $(p)) $(foreach r,$(RELEASES),--release $(r)) $(if $(RECORDS),--records $(RECORDS)) $(if $(filter 1 yes true,$(REQUIRE_CUDA)),--require-cuda) $(if $(filter 1 yes true,$(STRICT)),--strict)
 
-matrix-table: venv
+matrix-table: venv ## print the version matrix as a table
 	$(BIN)/python tools/matrix.py table
 
+matrix-stale: venv ## list the pages whose records are missing or stale
+	$(BIN)/python tools/matrix.py stale
+
 # Delete the environments (site and matrix) this checkout no longer uses.
-prune-envs:
+prune-envs: ## delete the environments this checkout no longer uses
 	$(PYTHON) tools/envs.py prune --keep-venv $(VENV)
 
 # Cold, no-op and single-example build times, each example's run time and each
 # page's weight, measured in a scratch copy: _build/bench.json and a table.
 # WARM_CACHES_ONLY=1 skips the cold build with empty compiler caches.
-bench: venv
+bench-build: venv ## time the builds (cold, no-op, prose edit), weigh the pages
 	$(BIN)/python tools/bench_build.py --venv $(VENV) $(if $(filter 1 yes true,$(WARM_CACHES_ONLY)),--warm-caches-only)
+
+bench: bench-build ## the same as bench-build, its former name
 
 # Where CI's time goes (tools/bench_ci.py): `bash .ci/run` in a fresh clone of
 # HEAD, then the slowest steps of the suite and every page's run time, as
 # tables in _build/bench-ci.md. BENCH_CI_FROM=dir reads a clone already run.
-bench-ci: venv
+bench-ci: venv ## CI's command in a fresh clone, and where its time went
 	$(BIN)/python tools/bench_ci.py $(if $(BENCH_CI_FROM),--from $(BENCH_CI_FROM))
 
 # The disk each workflow job's environments take (tools/bench_disk.py): makes
 # every environment of the matrix, measures, writes .ci/environment-disk.json
 # (committed; the workflow tests read it).
-bench-disk: venv
+bench-disk: venv ## the disk each workflow job's environments take
 	$(BIN)/python tools/bench_disk.py
 
 # check_operator's seconds per operator on the field test's corpus (torchvision,
 # torch.nn, torch.onnx), with warm compiler caches, beside opcheck's:
 # _build/bench-checker.json and a table.
-bench-checker: venv
+bench-checker: venv ## check_operator's seconds on real operators, beside opcheck's
 	$(BIN)/python tools/bench_checker.py
 
 # The workflow linters, pinned in tools/lint-requirements.txt and installed
@@ -182,27 +193,30 @@ LINT_HASH := $(shell sha256sum < $(LINT_REQUIREMENTS) | cut -c1-16)
 LINT_VENV ?= $(CACHE_HOME)/pytorch-custom-ops-site/lint-py$(PYTHON_VERSION)-$(LINT_HASH)
 WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 
-lint-venv:
+lint-venv: ## make the workflow linters' environment
 	@$(PYTHON) tools/envs.py tools --venv $(LINT_VENV) --requirements $(LINT_REQUIREMENTS)
 
-workflows-lint: lint-venv
+workflows-lint: lint-venv ## validate and audit .github/ (check-jsonschema, zizmor)
 	$(LINT_VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
 	$(LINT_VENV)/bin/check-jsonschema --builtin-schema vendor.dependabot .github/dependabot.yml
 	$(LINT_VENV)/bin/zizmor --offline --min-severity medium --no-progress .github
 
-lint: venv
+lint: venv ## ruff check, ruff format --check and sphinx-lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/sphinx-lint index.rst start_here.rst advanced/ locale/ pagelib/ _ext/
 
-format: venv
+format: venv ## apply ruff format and ruff's safe fixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-clean:
-	rm -rf $(BUILDDIR) tutorials sg_execution_times.rst
+# Everything .gitignore calls generated; the compiler caches and the
+# environments live outside the clone and stay.
+clean: ## delete what the build generates (_build/, tutorials/, api/, ...)
+	rm -rf $(BUILDDIR) tutorials tutorials_zh_CN api sg_execution_times.rst
+	find locale _ext/locale -name '*.mo' -delete
 
 # Checked on every make run, and cheap when the environment is complete.
-venv:
+venv: ## make the site's environment (every target that needs it does)
 	@$(PYTHON) -c '' 2>/dev/null || { echo "error: PYTHON=$(PYTHON) does not run here; choose an installed Python 3.11, 3.12 or 3.13 with PYTHON=, e.g. make html PYTHON=python3.11" >&2; exit 2; }
 	@$(PYTHON) tools/envs.py site --venv $(VENV)
