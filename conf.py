@@ -67,17 +67,18 @@ gettext_compact = False
 gettext_location = False
 gettext_uuid = False
 
-# Only reST sources are read; everything below is either generated or not
-# documentation at all.
-exclude_patterns = [
-    "_build",
-    "advanced",
-    "tests",
-    ".ci",
-    "README.md",
-    "locale",
-    "_templates",
-    "**/.ipynb_checkpoints",
+# What Sphinx reads, by inclusion: the three top-level pages, the gallery
+# Sphinx-Gallery generates from advanced/ (with its computation times) and the
+# API reference's entries. Nothing else in the repository is the site's, so a
+# new .rst or .md elsewhere (the contributor's guide in docs/dev/, say) is
+# never mistaken for a page.
+include_patterns = [
+    "index.rst",
+    "start_here.rst",
+    "api_index.rst",
+    "sg_execution_times.rst",
+    "tutorials/**",
+    "api/**",
 ]
 
 # -- Gallery -----------------------------------------------------------------
