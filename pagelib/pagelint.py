@@ -136,7 +136,7 @@ def _dependencies(package):
 def missing(root):
     """One line per piece missing from any page of the project in ``root``."""
     root = Path(root)
-    summaries = course.read(root)
+    summaries = {f: page.summary for f, page in course.read(root).items()}
     start_here = (root / START_HERE).read_text(encoding="utf-8")
     languages = sorted(
         folder.name
@@ -153,7 +153,7 @@ def missing(root):
         def needs(what, fix, name=name):
             lines.append(f"{name}: {what} — {fix}")
 
-        if source.name not in summaries:
+        if not summaries.get(source.name):
             needs("no place or summary in the course", f"edit {course.COURSE_FILE}")
         elif "\n" in summaries[source.name]:
             needs("its course summary is not one line", f"edit {course.COURSE_FILE}")

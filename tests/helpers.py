@@ -236,12 +236,13 @@ def floor_release(name):
     return next((r for r in RELEASES if version_records.minor(r) == floor), None)
 
 
-# The shipping pages' notebooks run on the pinned release, after the build:
-# test_extension_wheels checks that they reuse the wheels the build made (a
-# wheel is built for one release). These pages run on their floor in the plain
-# venv a reader makes (test_download_environments). Every other page's
-# notebook runs on its floor release, where it stands for the standalone run.
-WHEEL_PAGES = ("cpp_extension_packaging", "cpp_stable_abi")
+# The shipping pages (``builds_wheels`` in pagelib/course.toml): their notebooks
+# run on the pinned release, after the build: test_extension_wheels checks that
+# they reuse the wheels the build made (a wheel is built for one release). These
+# pages run on their floor in the plain venv a reader makes
+# (test_download_environments). Every other page's notebook runs on its floor
+# release, where it stands for the standalone run.
+WHEEL_PAGES = tuple(course.builds_wheels())
 
 
 def notebook_release(name):

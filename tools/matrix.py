@@ -55,8 +55,8 @@ changed, release by release (the job summary and the pull request's body),
 
 ``--require-cuda`` is the GPU lane's: a page that passed but whose devices line
 lacks ``cuda``, or any page of a release whose torch sees no CUDA device, is
-recorded as ``fail``, except the pages ``[pages] cpu_only`` in
-``versions/matrix.toml`` names (pages with no CUDA path by design). The pages
+recorded as ``fail``, except the pages ``pagelib/course.toml`` marks
+``cpu_only`` (pages with no CUDA path by design). The pages
 that build CUDA kernels need the CUDA toolkit of the release's CUDA major
 version: for each release, ``CUDA_HOME_<major>_<minor>`` or ``CUDA_HOME_<major>``
 names it, or it is found as ``/usr/local/cuda-<major>.<minor>`` (the newest of
@@ -454,7 +454,9 @@ def execute(args, ready, digests, toolkit_env, cuda):
     lock = threading.Lock()
     results = {}
     jobs = [(release, venv, page) for release, venv in ready for page in digests]
-    cpu_only = envs.load_matrix()["pages"].get("cpu_only", [])
+    from pagelib import course  # the site's environment: Sphinx-Gallery
+
+    cpu_only = course.cpu_only()
     print(
         f"matrix: {len(jobs)} runs ({len(digests)} pages x {len(ready)} releases), "
         f"{args.jobs} at a time",
