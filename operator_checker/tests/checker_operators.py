@@ -324,3 +324,23 @@ def reads_row_major(x: torch.Tensor) -> torch.Tensor:
 
 
 reads_row_major.register_fake(lambda x: torch.empty_like(x))
+
+
+def silu_backward_with_out(ctx, grad):
+    (x,) = ctx.saved_tensors
+    s = torch.sigmoid(x)
+    slope = torch.empty_like(x)
+    torch.mul(s, 1 + x * (1 - s), out=slope)  # out= has no derivative
+    return grad * slope
+
+
+@torch.library.custom_op("oc_test::silu_out_backward", mutates_args=())
+def silu_out_backward(x: torch.Tensor) -> torch.Tensor:
+    """Limited: its backward writes into an out= tensor, which autograd cannot
+    differentiate: no double backward, by design (as PyTorch's chunked
+    cross-entropy)."""
+    return x * torch.sigmoid(x)
+
+
+silu_out_backward.register_fake(lambda x: torch.empty_like(x))
+silu_out_backward.register_autograd(silu_backward_with_out, setup_context=save_input)

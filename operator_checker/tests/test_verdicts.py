@@ -17,6 +17,7 @@ from checker_operators import (
     scale,
     silu_breaks_twice,
     silu_once,
+    silu_out_backward,
     sorted_with_order,
     unwritten_when_strided,
     wrong_fake,
@@ -61,6 +62,15 @@ def test_a_backward_outside_autograd_is_no_double_backward_by_design():
     assert row.outcome == "limitation", row
     assert row.detail.startswith("no double backward: the backward's result")
     assert report.passed
+
+
+def test_a_backward_with_an_out_argument_has_no_double_backward_by_design():
+    report = check_operator(
+        silu_out_backward, [(sample(),)], only=["gradgradcheck"], **CPU
+    )
+    (row,) = rows(report, "gradgradcheck")
+    assert row.outcome == "limitation", row
+    assert "support automatic differentiation" in row.detail
 
 
 def test_a_broken_vmap_rule_the_author_registered_is_a_failure():

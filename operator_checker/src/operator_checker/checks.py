@@ -366,7 +366,8 @@ NO_DOUBLE_BACKWARD = re.compile(
     r"|no autograd formula|autograd kernel was not registered"
     r"|does not require grad and does not have a grad_fn"
     r"|numpy\(\) on Tensor that requires grad|once_differentiable"
-    r"|derivative for .* is not implemented",
+    r"|derivative for .* is not implemented"
+    r"|(?:don't|doesn't|do not|does not) support automatic differentiation",
     re.I,
 )
 
