@@ -58,8 +58,8 @@ TRANSLATED_IF_CHANGED = stamp=$(BUILDDIR)/html/$(1)/.built-from-inputs; \
 		&& mv $$stamp.new $$stamp; fi
 
 .PHONY: help wheel html html-noplot check pagelint unit test lint format clean venv \
-	bench bench-build bench-ci bench-disk bench-checker \
-	matrix matrix-table matrix-stale catalogs prune-envs workflows-lint lint-venv
+	bench bench-build bench-ci bench-disk bench-checker bench-record guide screenshot \
+	matrix matrix-table matrix-stale matrix-costs catalogs prune-envs workflows-lint lint-venv
 
 # Every target with a `## ` comment, in the order of this file.
 help: ## list the targets (the default)
@@ -152,12 +152,15 @@ matrix-table: venv ## print the version matrix as a table
 matrix-stale: venv ## list the pages whose records are missing or stale
 	$(BIN)/python tools/matrix.py stale
 
+matrix-costs: venv ## what each shard of the matrix workflow costs, from the records
+	$(BIN)/python tools/matrix.py costs
+
 # Delete the environments (site and matrix) this checkout no longer uses.
 prune-envs: ## delete the environments this checkout no longer uses
 	$(PYTHON) tools/envs.py prune --keep-venv $(VENV)
 
 # Cold, no-op and single-example build times, each example's run time and each
-# page's weight, measured in a scratch copy: _build/bench.json and a table.
+# page's weight, measured in a scratch copy: _build/bench-build.json and a table.
 # WARM_CACHES_ONLY=1 skips the cold build with empty compiler caches.
 bench-build: venv ## time the builds (cold, no-op, prose edit), weigh the pages
 	$(BIN)/python tools/bench_build.py --venv $(VENV) $(if $(filter 1 yes true,$(WARM_CACHES_ONLY)),--warm-caches-only)
@@ -181,6 +184,22 @@ bench-disk: venv ## the disk each workflow job's environments take
 # _build/bench-checker.json and a table.
 bench-checker: venv ## check_operator's seconds on real operators, beside opcheck's
 	$(BIN)/python tools/bench_checker.py
+
+# The figures of the last bench-* runs (_build/bench-*.json, each with the
+# machine it ran on) become the reference figures: docs/dev/benchmarks.json,
+# rendered into docs/dev/performance.md.
+bench-record: venv ## keep the last bench-* figures as the reference ones
+	$(BIN)/python tools/benchmarks.py record
+
+# The tables of docs/dev/ that are made from data: the version records, the
+# disk figures, the reference figures and the test modules' docstrings. A
+# unit test fails when one is out of date.
+guide: venv ## rewrite the guide's generated tables from their data
+	$(BIN)/python tools/guide.py write
+
+# The README's picture of a page, taken from the last `make html`.
+screenshot: venv ## the README's picture of a page, from _build/html
+	$(BIN)/python tools/screenshot.py
 
 # The workflow linters, pinned in tools/lint-requirements.txt and installed
 # into an environment of their own (keyed by that file's hash, like the

@@ -1,6 +1,6 @@
 """Measure how fast the site builds and how heavy its pages are.
 
-``make bench`` runs this script. It copies the project's files (tracked and
+``make bench-build`` runs this script. It copies the project's files (tracked and
 untracked-but-not-ignored, as git lists them) into a scratch directory, so the
 working tree's own build is left alone, and there measures:
 
@@ -18,21 +18,23 @@ working tree's own build is left alone, and there measures:
 * each example's execution time, as Sphinx-Gallery recorded it;
 * each page's weight: its HTML plus the images it loads.
 
-The numbers go to ``_build/bench.json`` and a short table on standard output.
+The numbers go to ``_build/bench-build.json``, with the machine they came
+from (``benchmarks.stamp``), and a short table on standard output; ``make
+bench-record`` keeps their headline as the reference figures.
 """
 
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+
+import benchmarks
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -99,7 +101,7 @@ def main():
         "this machine's caches (about half the time, for the no-op and "
         "prose-edit figures)",
     )
-    parser.add_argument("--output", default=str(REPO / "_build" / "bench.json"))
+    parser.add_argument("--output", default=str(REPO / "_build" / "bench-build.json"))
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="site-bench-") as scratch:
@@ -166,16 +168,11 @@ def edit_prose(script):
 
 
 def summary(args, timings, examples, weights, sizes):
-    """What ``_build/bench.json`` holds."""
+    """What ``_build/bench-build.json`` holds."""
     heaviest = max(weights, key=weights.get)
     single, ran = timings["single"], examples[args.example]
     results = {
-        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        **benchmarks.stamp(),
         "cold_build_s": round(timings["cold"], 1),
         "noop_rebuild_s": round(timings["noop"], 1),
         "prose_edit_rebuild_s": round(single, 1),

@@ -24,7 +24,8 @@ fresh ``python -m pytest``. It reports the session's seconds beside the sum
 of the six in-process full checks, and how many child processes the session
 started (target: one, for operators with the same imports).
 
-Prints a table and the medians, and writes ``_build/bench-checker.json``.
+Prints a table and the medians, and writes ``_build/bench-checker.json``, with
+the machine it ran on (``benchmarks.stamp``).
 The targets on the 2-core build machine: a median full check of at most 6 s
 per operator, a median quick check of at most 1 s, and a median isolation
 overhead (isolated over full, both in a warm process) of at most 30%. The
@@ -39,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import benchmarks
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -289,7 +292,12 @@ def main():
         print(f"isolated rows differ from the in-process ones: {', '.join(differ)}")
     out = REPO / "_build" / "bench-checker.json"
     out.parent.mkdir(exist_ok=True)
-    summary = {"medians": medians, "targets": TARGETS, "pytest_session": session}
+    summary = {
+        **benchmarks.stamp(),
+        "medians": medians,
+        "targets": TARGETS,
+        "pytest_session": session,
+    }
     out.write_text(json.dumps({"operators": results, **summary}, indent=1) + "\n")
     print(f"wrote {out.relative_to(REPO)}")
 

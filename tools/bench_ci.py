@@ -9,10 +9,11 @@ in the clone), and its build each page's run time (Sphinx-Gallery's
 machine's CPU time over its cores (how busy it was, and minute by minute), the
 slowest steps, each test module's total, every page's run time and each
 worker's timeline of test modules, and writes them to
-``_build/bench-ci.json`` and, as the Markdown tables the README shows,
-``_build/bench-ci.md``. While the run goes on, every process on the
-machine is sampled each second (psutil) and its CPU time put down to a kind
-of process (browser renderers, notebook kernels, Sphinx, the compiler...):
+``_build/bench-ci.json`` (with the machine it ran on, ``benchmarks.stamp``)
+and, as Markdown tables, ``_build/bench-ci.md``. While the run goes on,
+every process on the machine is sampled each second (psutil) and its CPU
+time put down to a kind of process (browser renderers, notebook kernels,
+Sphinx, the compiler...):
 the table of kinds says which programs the CPU went to, whichever test
 started them.
 
@@ -37,6 +38,7 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 import bench_build  # noqa: E402
+import benchmarks  # noqa: E402
 
 OUT = REPO / "_build"
 
@@ -322,6 +324,8 @@ def main():
         status, seconds, cpu, minutes, kinds = fresh_run(clone)
         busy = cpu / (seconds * (os.cpu_count() or 1))
         results = {
+            # The machine of the run; a clone read --from names none.
+            **benchmarks.stamp(),
             "exit_status": status,
             "ci_seconds": round(seconds),
             "cpu_seconds": round(cpu),

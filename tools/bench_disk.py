@@ -10,7 +10,9 @@ them) what each job of the workflows holds at once:
   pair (the release below the supported ones included);
 * ``build`` (site.yml): the site's alone.
 
-It writes ``.ci/environment-disk.json``, which is committed: the workflow
+It writes ``.ci/environment-disk.json``, with the machine it was measured on
+(``benchmarks.stamp``), and the table ``docs/dev/workflows.md`` shows
+(``guide.write``). The file is committed: the workflow
 tests check that each job's ``.ci/free-disk`` step asks for at least that
 much (``tests/test_workflows.py``), and that the figures were measured for
 the matrix and the pins as they are now. Run it again after changing
@@ -25,7 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
+import benchmarks  # noqa: E402
 import envs  # noqa: E402
+import guide  # noqa: E402
 
 FIGURES = REPO / ".ci" / "environment-disk.json"
 
@@ -70,6 +74,7 @@ def measure(site):
         "build": du_gib(site),
     }
     return {
+        **benchmarks.stamp(),
         "measured_for": key(),
         "jobs": {job: round(gib, 1) for job, gib in jobs.items()},
         "shards": {release: round(gib, 1) for release, gib in pairs.items()},
@@ -87,6 +92,8 @@ def main():
         + ", ".join(f"{r} {gib:.1f}" for r, gib in figures["shards"].items())
     )
     print(f"wrote {FIGURES.relative_to(REPO)}")
+    for line in guide.write():
+        print(line)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ records that no longer match a page's source.
                                  [--summary FILE] [--github-output FILE] DIR ...
                                         combine shards' records (CI)
     python tools/matrix.py table        the matrix as a Markdown table
+    python tools/matrix.py costs        what each shard of the workflow costs,
+                                        from the records' seconds
     python tools/matrix.py stale        list records that no longer match
 
 It runs with the site's environment (``make matrix``): the code digest uses
@@ -770,7 +772,7 @@ def plan(args):
     if args.lane == "gpu" and labels is None:
         envs.stop(
             "the GPU lane needs a runner: set the repository variable GPU_RUNNER "
-            "to its label (see README.md, The workflows)"
+            "to its label (see docs/dev/workflows.md, The GPU lane)"
         )
     print(f"releases={json.dumps(names)}")
     print(f"lane={args.lane}")
@@ -811,6 +813,44 @@ def table(by_page, releases=None, digests=None):
         "· not run, * record of an older version of the page"
     )
     return "\n".join(rows) + legend
+
+
+# A shard's setup on GitHub's runners: the site's and the release's
+# environments, downloaded, before the first page runs (an estimate).
+SETUP_MINUTES = 4
+
+
+def costs(by_page, releases=None, cores=(2, 4)):
+    """What each release's shard of the matrix workflow costs, as a Markdown
+    table, from the records' ``seconds`` (the pages run one per core): its
+    wall time is ``SETUP_MINUTES`` plus the pages' total over the cores, and
+    never less than that plus the slowest page."""
+    releases = releases or [r["torch"] for r in envs.all_releases()]
+    head = "| release | pages recorded | pages' total | slowest page | "
+    head += " | ".join(f"job, {n} cores" for n in cores) + " |"
+    rows = [
+        head,
+        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in cores) + " |",
+    ]
+    for release in releases:
+        seconds = [
+            by_release[release]["seconds"]
+            for page, by_release in sorted(by_page.items())
+            if release in by_release and (EXAMPLES / f"{page}.py").is_file()
+        ]
+        if not seconds:
+            rows.append(
+                f"| {release} | 0 | | | " + " | ".join("" for _ in cores) + " |"
+            )
+            continue
+        total, slowest = sum(seconds) / 60, max(seconds) / 60
+        jobs = [SETUP_MINUTES + max(total / n, slowest) for n in cores]
+        rows.append(
+            f"| {release} | {len(seconds)} | {total:.0f} min | {slowest:.1f} min | "
+            + " | ".join(f"~{job:.0f} min" for job in jobs)
+            + " |"
+        )
+    return "\n".join(rows)
 
 
 def stale(args):
@@ -869,6 +909,7 @@ def main():
     plan_parser.add_argument("--lane", choices=("cpu", "gpu"), default="cpu")
     plan_parser.add_argument("--gpu-runner", default="")
     sub.add_parser("table")
+    sub.add_parser("costs")
     sub.add_parser("stale")
     args = parser.parse_args()
     if args.command == "run":
@@ -879,6 +920,8 @@ def main():
         sys.exit(plan(args))
     if args.command == "table":
         print(table(load_records()))
+    elif args.command == "costs":
+        print(costs(load_records()))
     else:
         sys.exit(stale(args))
 

@@ -496,3 +496,19 @@ def test_a_page_runs_with_a_temporary_directory_of_its_own(
         said = r"left files in TMPDIR: aotinductor_\w+ \(doubled\); "
         said += r"checkop-\w+ \(nms.json\)"
         assert re.fullmatch(said, one["error"]), one["error"]
+
+
+def test_a_shards_cost_is_its_setup_plus_its_pages_over_the_cores():
+    # Three real pages (only the pages of advanced/ count) on one release: 14
+    # minutes, the slowest 5. On 2 cores 4 + 14 / 2 = 11 minutes; on 4 cores
+    # the slowest page bounds it: 4 + max(14 / 4, 5) = 9.
+    by_page = {
+        "python_custom_ops": {"2.15.0": record(seconds=300.0)},
+        "sharp_edges": {"2.15.0": record(seconds=300.0)},
+        "cpp_custom_ops": {"2.15.0": record(seconds=240.0)},
+        "no_such_page": {"2.15.0": record(seconds=9999.0)},
+    }
+    table = matrix.costs(by_page, ["2.15.0", "2.14.1"])
+    rows = table.splitlines()
+    assert rows[2] == "| 2.15.0 | 3 | 14 min | 5.0 min | ~11 min | ~9 min |"
+    assert rows[3].startswith("| 2.14.1 | 0 |")
