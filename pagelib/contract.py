@@ -1,7 +1,8 @@
 """What a tutorial page must look like, in one place.
 
-Every page under ``advanced/`` follows the template README.md describes
-("Adding a page"). The parts other code reads back are defined here, once:
+Every page under ``advanced/`` follows the template
+``docs/dev/adding-a-page.md`` describes. The parts other code reads back are
+defined here, once:
 
 * the first cell's floor check, which stops on an older PyTorch with a
   one-line "needs PyTorch X.Y or later" message (``FLOOR_CHECK``,
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
-# The first cell's check, as README.md ("Adding a page") spells it: group 1
+# The first cell's check, as docs/dev/adding-a-page.md spells it: group 1
 # and 2 are the (major, minor) it compares with, group 3 the release its
 # message names.
 FLOOR_CHECK = re.compile(

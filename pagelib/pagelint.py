@@ -1,9 +1,9 @@
 """Every piece a page needs besides its script, and what is missing, by file.
 
-A tutorial is ``advanced/<name>.py`` plus pieces kept elsewhere (README.md,
-"Adding a page"). For every page, ``missing`` names each piece that is absent
-or out of date, one line each, as ``<page>: <what> — <the file to edit or the
-command to run>``:
+A tutorial is ``advanced/<name>.py`` plus pieces kept elsewhere
+(``docs/dev/adding-a-page.md``). For every page, ``missing`` names each piece
+that is absent or out of date, one line each, as ``<page>: <what> — <the file
+to edit or the command to run>``:
 
 * its place and one-line summary in the course (``pagelib/course.toml``),
   where no entry may name a page that does not exist;
@@ -216,7 +216,7 @@ def main():
         print(line)
     if lines:
         print(
-            f"{len(lines)} missing piece(s); see README.md, Adding a page",
+            f"{len(lines)} missing piece(s); see docs/dev/adding-a-page.md",
             file=sys.stderr,
         )
     return 1 if lines else 0

@@ -212,7 +212,7 @@ def stated_floor_problems(text, floor):
     checked, named = contract.declared_floors(text)
     if checked is None:
         problems.append(
-            "its first cell has no floor check (see README.md, Adding a page)"
+            "its first cell has no floor check (see docs/dev/adding-a-page.md)"
         )
     elif (checked, named) != (floor, floor):
         problems.append(

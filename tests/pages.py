@@ -3,7 +3,7 @@
 Both lanes use these: the unit tests (which must stay light, so nothing here
 imports more than the standard library and ``pagelib``'s light modules) and the
 scratch projects of the slow tests. A page follows README.md's template
-("Adding a page"), so one change to the template is one change here.
+(docs/dev/adding-a-page.md), so one change to the template is one change here.
 """
 
 import json
@@ -30,7 +30,7 @@ def pinned_floor():
 
 
 def floor_check(major_minor):
-    """A page's first cell, as README.md ("Adding a page") prescribes it."""
+    """A page's first cell, as docs/dev/adding-a-page.md prescribes it."""
     major, minor = major_minor.split(".")
     return (
         "import sys\n\nimport torch\n\n"

@@ -62,7 +62,7 @@ RELEASE_YML = WORKFLOWS / "release-checker.yml"
 SITE_YML = WORKFLOWS / "site.yml"
 PACKAGE = REPO / "operator_checker"
 REPOSITORY = "octo-org/custom-ops"
-# The trusted publisher README.md says to configure on PyPI.
+# The trusted publisher docs/dev/workflows.md says to configure on PyPI.
 PUBLISHER = {
     "repository": REPOSITORY,
     "workflow": RELEASE_YML.name,

@@ -5,7 +5,7 @@ GitHub Actions cannot run where this project is built, so
 as a runner would (see its docstring for what is real and what is a
 stand-in). These tests rehearse:
 
-* the version matrix's CPU lane on one release, the README's way to add a
+* the version matrix's CPU lane on one release, the guide's way to add a
   release: the plan, the shard (``make matrix`` for real, narrowed to one
   cheap page with ``PAGES``: about 5 s of one page's run), its upload as
   upload-artifact makes it, the merge job's download as download-artifact
