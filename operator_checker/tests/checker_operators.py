@@ -242,10 +242,17 @@ def _(values, offsets):
 
 @torch.library.custom_op("oc_test::unwritten_when_strided", mutates_args=())
 def unwritten_when_strided(x: torch.Tensor) -> torch.Tensor:
-    """Broken: on a non-contiguous input it returns memory it never wrote."""
+    """Broken: on a non-contiguous input it returns memory it never wrote.
+    What such memory holds differs from call to call only most of the time
+    (a freed buffer may come back as it was); here it always does, so that
+    the test of the detector is deterministic."""
     if not x.is_contiguous():
-        return torch.empty_like(x, memory_format=torch.contiguous_format)
+        _unwritten_calls.append(1)
+        return torch.full(x.shape, float(len(_unwritten_calls)))
     return x * 2
+
+
+_unwritten_calls = []
 
 
 unwritten_when_strided.register_fake(
