@@ -250,6 +250,19 @@ def notebook_release(name):
     return pinned_torch() if name in WHEEL_PAGES else floor_release(name)
 
 
+def fresh_python(uv, venv, packages, timeout=1800):
+    """A fresh environment at ``venv`` with ``packages`` (pip's arguments:
+    requirements, wheels, ``-c constraints``), installed by uv from its cache
+    as a reader's ``pip install`` would; its python."""
+    made = run([str(uv), "venv", "--quiet", "--python", envs.base_python(), str(venv)])
+    assert made.returncode == 0, made.stderr
+    python = Path(venv) / "bin" / "python"
+    install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+    installed = run(install + [str(p) for p in packages], timeout=timeout)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    return python
+
+
 def release_python(release):
     """The python of ``release``'s matrix environment, made if missing.
 

@@ -35,11 +35,10 @@ import json
 import sys
 import textwrap
 
-import envs
 import pytest
 
 from pagelib import checker
-from tests.helpers import CHECKER_FIELD_TEST, REPO, pinned_torch, run
+from tests.helpers import CHECKER_FIELD_TEST, REPO, fresh_python, pinned_torch, run
 
 # With the torchvision field test: one worker, while the other surveys the site.
 pytestmark = pytest.mark.xdist_group(CHECKER_FIELD_TEST)
@@ -212,14 +211,7 @@ print(json.dumps(truth))
 def library_python(uv, folder, packages):
     """A fresh environment: ``packages`` and the checker's wheel."""
     wheel = checker.build_wheel(sys.executable, folder / "dist")
-    venv = folder / "venv"
-    made = run([str(uv), "venv", "--quiet", "--python", envs.base_python(), str(venv)])
-    assert made.returncode == 0, made.stderr
-    python = venv / "bin" / "python"
-    install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
-    installed = run(install + [*packages, str(wheel)], timeout=1800)
-    assert installed.returncode == 0, installed.stderr[-3000:]
-    return python
+    return fresh_python(uv, folder / "venv", [*packages, wheel])
 
 
 def field_run(python, folder, record, targets, imports):

@@ -17,10 +17,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import envs
 import pytest
 
-from tests.helpers import REPO, run
+from tests.helpers import REPO, fresh_python, run
 
 PRE_COMMIT = "pre-commit==4.7.0"
 README = REPO / "operator_checker" / "README.md"
@@ -61,13 +60,7 @@ def readme_block(language, containing):
 @pytest.fixture(scope="module")
 def pre_commit(uv, tmp_path_factory):
     venv = tmp_path_factory.mktemp("pre-commit") / "venv"
-    made = run([str(uv), "venv", "--quiet", "--python", envs.base_python(), str(venv)])
-    assert made.returncode == 0, made.stderr
-    installed = run(
-        [str(uv), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python")]
-        + [PRE_COMMIT]
-    )
-    assert installed.returncode == 0, installed.stderr[-2000:]
+    fresh_python(uv, venv, [PRE_COMMIT])
     return venv / "bin" / "pre-commit"
 
 

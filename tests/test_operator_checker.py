@@ -39,6 +39,7 @@ from tests.helpers import (
     CHECKER_FIELD_TEST,
     MATRIX,
     REPO,
+    fresh_python,
     pinned_torch,
     release_python,
     run,
@@ -90,15 +91,9 @@ def user_python(tmp_path_factory, uv):
     """A fresh environment with torch, torchvision and the checker's wheel."""
     folder = tmp_path_factory.mktemp("checker-user")
     wheel = checker.build_wheel(sys.executable, folder / "dist")
-    venv = folder / "venv"
-    made = run([str(uv), "venv", "--quiet", "--python", envs.base_python(), str(venv)])
-    assert made.returncode == 0, made.stderr
-    python = venv / "bin" / "python"
-    install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
     constraints = ["-c", str(REPO / "constraints.txt")]
-    packages = [f"torch=={pinned_torch()}", f"torchvision=={TORCHVISION}", str(wheel)]
-    installed = run(install + constraints + packages, timeout=900)
-    assert installed.returncode == 0, installed.stderr[-3000:]
+    packages = [f"torch=={pinned_torch()}", f"torchvision=={TORCHVISION}", wheel]
+    python = fresh_python(uv, folder / "venv", constraints + packages, timeout=900)
     listed = run([str(uv), "pip", "list", "--python", str(python)])
     names = {line.split()[0].lower() for line in listed.stdout.splitlines()[2:]}
     # torch, torchvision, the checker and what they depend on; nothing the
