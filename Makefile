@@ -215,10 +215,11 @@ WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 lint-venv: ## make the workflow linters' environment
 	@$(PYTHON) tools/envs.py tools --venv $(LINT_VENV) --requirements $(LINT_REQUIREMENTS)
 
-workflows-lint: lint-venv ## validate and audit .github/ (check-jsonschema, zizmor)
+workflows-lint: lint-venv ## validate and audit .github/ (check-jsonschema, zizmor, shellcheck)
 	$(LINT_VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
 	$(LINT_VENV)/bin/check-jsonschema --builtin-schema vendor.dependabot .github/dependabot.yml
 	$(LINT_VENV)/bin/zizmor --offline --min-severity medium --no-progress .github
+	$(LINT_VENV)/bin/python tools/workflow_shell.py $(WORKFLOWS)
 
 lint: venv ## ruff check, ruff format --check and sphinx-lint
 	$(BIN)/ruff check .

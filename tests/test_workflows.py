@@ -647,3 +647,34 @@ def test_the_disk_step_runs_first():
         assert all(
             "setup-python" not in n and "cache" not in n for n in names[:disk]
         ), names
+
+
+PLANTED_RUN = """
+name: Planted
+on: push
+permissions: {}
+jobs:
+  job:
+    runs-on: ubuntu-24.04
+    steps:
+      - name: Copy the files
+        run: cp $SOURCE ${{ runner.temp }}/there
+"""
+
+
+def test_a_run_step_shellcheck_finds_fault_with_fails_the_workflow_lint(tmp_path):
+    for workflow in WORKFLOWS.glob("*.yml"):  # the real ones are clean
+        clean = subprocess.run(
+            [str(lint_python()), "tools/workflow_shell.py", str(workflow)],
+            cwd=REPO, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert clean.returncode == 0, clean.stdout
+    planted = tmp_path / "planted.yml"
+    planted.write_text(PLANTED_RUN)
+    found = subprocess.run(
+        [str(lint_python()), "tools/workflow_shell.py", str(planted)],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert "job job, step 'Copy the files'" in found.stdout
+    assert "SC2086" in found.stdout  # $SOURCE unquoted
