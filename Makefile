@@ -234,7 +234,7 @@ format: venv ## apply ruff format and ruff's safe fixes
 # environments live outside the clone and stay.
 clean: ## delete what the build generates (_build/, tutorials/, api/, ...)
 	rm -rf $(BUILDDIR) tutorials tutorials_zh_CN api sg_execution_times.rst
-	find locale _ext/locale -name '*.mo' -delete
+	$(if $(wildcard locale _ext/locale),find $(wildcard locale _ext/locale) -name '*.mo' -delete)
 
 # Checked on every make run, and cheap when the environment is complete.
 venv: ## make the site's environment (every target that needs it does)

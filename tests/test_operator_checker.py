@@ -414,9 +414,10 @@ def test_the_site_serves_the_wheel_of_this_checkout_and_the_page_links_it(
             if name.startswith("operator_checker/")
         }
     package = checker.ROOT / "src" / "operator_checker"
-    assert served == {
+    assert served == {  # the modules and the package's data (its JSON schema)
         path.relative_to(package).as_posix(): path.read_bytes()
-        for path in package.rglob("*.py")
+        for path in package.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
     }
     page = (site.html / edition / "tutorials" / "check_your_operator.html").read_text()
     assert f'href="../{checker.SERVED}/{checker.wheel_name()}"' in page
