@@ -120,9 +120,7 @@ def test_code_names_link_to_entries_that_document_them_and_list_the_page(tmp_pat
 
 
 def test_an_entry_that_documents_nothing_fails_the_build(tmp_path):
-    folder = project(
-        tmp_path, 'exclude_patterns = ["api/torch.library.opcheck.rst"]'
-    )
+    folder = project(tmp_path, 'exclude_patterns = ["api/torch.library.opcheck.rst"]')
     process = build(folder)
     assert process.returncode != 0
     assert "torch.library.opcheck is used by tutorials/api_user" in process.stderr
