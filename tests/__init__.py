@@ -16,8 +16,8 @@ and make do).
   torch's docstrings through autodoc), in a fresh ``python -m sphinx`` with
   an environment of its own (``REPOSITORY_URL``), which the fast lane's
   in-process ``sphinx_build`` does not give.
-* ``pages.py``: a page as the template prescribes and its version records,
-  for both lanes; ``helpers.py``: what the slow tests share (running make, a
-  scratch copy of the project, reading a built page).
+* ``support/``: what the tests share and are not tests (``helpers``,
+  ``pages``, ``survey_plan``, ``workflow_rehearsal``), so that this folder
+  lists tests; ``unit/test_layout.py`` refuses any other module here.
 * ``browser/``: the scripts ``test_browser.py`` runs in the page.
 """

@@ -17,7 +17,7 @@ import envs
 import pytest
 from _pytest.nodeid import NodeId
 
-from tests.helpers import (
+from tests.support.helpers import (
     CHECKER_FIELD_TEST,
     EXAMPLES,
     GALLERY_DIR,

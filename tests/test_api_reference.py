@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-from tests.helpers import REPO, example_source, project_with_example, run
+from tests.support.helpers import REPO, example_source, project_with_example, run
 
 PAGE = "api_user"
 BODY = """import torch

@@ -6,7 +6,7 @@ from a fresh browser profile: at desktop width in the theme's light mode and
 in its dark mode, and at phone width (several browsers at once, each with a
 share of the pages). Every page gets the first view; the API reference's
 entries, one template around a docstring, get the other two as
-``tests/survey_plan.py`` plans them. What it sees is collected once per session
+``tests/support/survey_plan.py`` plans them. What it sees is collected once per session
 (``survey``), and each test below checks one property of it: pages load
 without console errors, images decode, links resolve, requests stay on the
 serving host, nothing scrolls sideways on a phone, text is readable in both
@@ -37,8 +37,8 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 import pytest
 
 from pagelib import layout, records, translation
-from tests import survey_plan
-from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, in_ci
+from tests.support import survey_plan
+from tests.support.helpers import EXAMPLES, GALLERY_DIR, REPO, in_ci
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -38,7 +38,13 @@ import textwrap
 import pytest
 
 from pagelib import checker
-from tests.helpers import CHECKER_FIELD_TEST, REPO, fresh_python, pinned_torch, run
+from tests.support.helpers import (
+    CHECKER_FIELD_TEST,
+    REPO,
+    fresh_python,
+    pinned_torch,
+    run,
+)
 
 # With the torchvision field test: one worker, while the other surveys the site.
 pytestmark = pytest.mark.xdist_group(CHECKER_FIELD_TEST)

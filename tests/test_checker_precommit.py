@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, fresh_python, run
+from tests.support.helpers import REPO, fresh_python, run
 
 PRE_COMMIT = "pre-commit==4.7.0"
 README = REPO / "operator_checker" / "README.md"

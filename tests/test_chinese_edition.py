@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from pagelib import layout, translation
-from tests.helpers import EXAMPLES, GALLERY_DIR, REPO, downloads
+from tests.support.helpers import EXAMPLES, GALLERY_DIR, REPO, downloads
 
 (LANGUAGE,) = layout.TRANSLATIONS
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.helpers import run
+from tests.support.helpers import run
 
 
 def collect(*args):

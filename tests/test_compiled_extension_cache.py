@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO, run, through_ccache
+from tests.support.helpers import REPO, run, through_ccache
 
 
 @pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")

@@ -43,7 +43,7 @@ import notebooks
 import pytest
 from packaging.version import Version
 
-from tests.helpers import REPO, WHEEL_PAGES, floor_release, run, through_ccache
+from tests.support.helpers import REPO, WHEEL_PAGES, floor_release, run, through_ccache
 
 PAGES = WHEEL_PAGES
 # The module's environments are made once, by the one worker that runs all

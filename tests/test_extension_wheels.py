@@ -21,7 +21,14 @@ import matrix
 import pytest
 
 from pagelib import contract
-from tests.helpers import GALLERY_DIR, REPO, WHEEL_PAGES, printed, release_python, run
+from tests.support.helpers import (
+    GALLERY_DIR,
+    REPO,
+    WHEEL_PAGES,
+    printed,
+    release_python,
+    run,
+)
 
 PAGES = WHEEL_PAGES  # their notebooks run on the pinned release, after the build
 PINNED = envs.releases()[-1]["torch"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.helpers import (
+from tests.support.helpers import (
     REPO,
     claim_once_per_run,
     example_source,

@@ -14,7 +14,7 @@ from bs4 import BeautifulSoup
 from PIL import Image
 
 from pagelib import contract, course, records
-from tests.helpers import EXAMPLES, GALLERY_DIR, REPO
+from tests.support.helpers import EXAMPLES, GALLERY_DIR, REPO
 
 COURSE_ORDER = sorted(EXAMPLES, key=lambda name: course.CourseOrder("")(f"{name}.py"))
 

@@ -24,8 +24,8 @@ import matrix
 import pytest
 
 from pagelib import contract
-from tests import pages
-from tests.helpers import (
+from tests.support import pages
+from tests.support.helpers import (
     MATRIX,
     example_source,
     pinned_torch,

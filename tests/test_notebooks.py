@@ -16,7 +16,7 @@ from bs4 import BeautifulSoup
 from nbconvert import HTMLExporter
 
 from pagelib import contract, pagelint, records
-from tests.helpers import (
+from tests.support.helpers import (
     EXAMPLES,
     REPO,
     notebook_of,

@@ -35,7 +35,7 @@ import pytest
 from operator_checker.report import JSON_FORMAT
 
 from pagelib import checker
-from tests.helpers import (
+from tests.support.helpers import (
     CHECKER_FIELD_TEST,
     MATRIX,
     REPO,

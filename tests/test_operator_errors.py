@@ -10,7 +10,7 @@ import runpy
 import pytest
 import torch
 
-from tests.helpers import REPO
+from tests.support.helpers import REPO
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ installed now. (Reading a card and trusting a run record: tests/unit.)
 import json
 import sys
 
-from tests.helpers import (
+from tests.support.helpers import (
     GALLERY_DIR,
     example_source,
     make,
     project_with_example,
     run,
 )
-from tests.pages import NO_VERSION
+from tests.support.pages import NO_VERSION
 
 
 def test_script_without_version_bullet_fails_a_strict_build(tmp_path):

@@ -1,7 +1,7 @@
 """The checker's release workflow (.github/workflows/release-checker.yml),
 rehearsed on this machine.
 
-``tests/workflow_rehearsal.py`` runs the workflow's jobs here, step by step,
+``tests/support/workflow_rehearsal.py`` runs the workflow's jobs here, step by step,
 as a runner would (see its docstring for what is real and what is a
 stand-in). A push of the tag that names the package's version runs them all:
 
@@ -43,8 +43,8 @@ from pathlib import Path
 import envs
 import pytest
 
-from tests.helpers import REPO, pinned_torch
-from tests.workflow_rehearsal import (
+from tests.support.helpers import REPO, pinned_torch
+from tests.support.workflow_rehearsal import (
     SHA,
     WORKFLOWS,
     Evaluator,

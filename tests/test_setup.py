@@ -25,7 +25,7 @@ from pathlib import Path
 import envs
 import pytest
 
-from tests.helpers import REPO, run
+from tests.support.helpers import REPO, run
 
 
 def runs(python):

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from PIL import Image
 
-from tests.helpers import (
+from tests.support.helpers import (
     EXAMPLES,
     GALLERY_DIR,
     REPO,

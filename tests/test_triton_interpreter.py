@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO, run
+from tests.support.helpers import REPO, run
 
 pytest.importorskip("triton", reason="the page's kernels need Triton")
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.helpers import (
+from tests.support.helpers import (
     EXAMPLES,
     MATRIX,
     WHEEL_PAGES,
@@ -24,7 +24,7 @@ from tests.helpers import (
     project_with_example,
     run,
 )
-from tests.pages import page_source
+from tests.support.pages import page_source
 
 # The shipping pages run on their floor in test_download_environments.
 NOTEBOOK_FLOORS = [name for name in EXAMPLES if name not in WHEEL_PAGES]

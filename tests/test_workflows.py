@@ -1,7 +1,7 @@
 """The workflows of .github/workflows/, rehearsed on this machine.
 
 GitHub Actions cannot run where this project is built, so
-``tests/workflow_rehearsal.py`` runs the workflows' jobs here, step by step,
+``tests/support/workflow_rehearsal.py`` runs the workflows' jobs here, step by step,
 as a runner would (see its docstring for what is real and what is a
 stand-in). These tests rehearse:
 
@@ -48,8 +48,8 @@ import envs
 import matrix
 import pytest
 
-from tests.helpers import MATRIX, REPO, in_ci, pinned_torch, release_python
-from tests.workflow_rehearsal import (
+from tests.support.helpers import MATRIX, REPO, in_ci, pinned_torch, release_python
+from tests.support.workflow_rehearsal import (
     ACTION_PERMISSIONS,
     WORKFLOWS,
     Rehearsal,

@@ -18,7 +18,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
 from pagelib import layout
-from tests.pages import SMALL_BELOW, SMALL_RELEASES, matrix_toml
+from tests.support.pages import SMALL_BELOW, SMALL_RELEASES, matrix_toml
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import re
 
 from operator_checker.fixes import FIXES, PAGES, see_for
 
-from tests.pages import REPO
+from tests.support.pages import REPO
 
 COURSE = REPO / "advanced"
 

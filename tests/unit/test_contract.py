@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from pagelib import contract
-from tests.pages import NO_VERSION, page_source
+from tests.support.pages import NO_VERSION, page_source
 
 PAGE = page_source(
     summary="Some prose.",

@@ -1,7 +1,7 @@
 """The layout the architecture asks for: Sphinx extensions in _ext/, helpers in
 pagelib/, tools in tools/, no import cycle, no extension importing another, no
 module reaching into another's private names, and each unit test module named
-after the module it tests."""
+after the module it tests; tests/ lists tests, its shared code in tests/support/."""
 
 import ast
 from pathlib import Path
@@ -117,7 +117,7 @@ NOT_NAMED_AFTER_A_MODULE = {
     "test_extension_contracts": "what one extension writes and another reads",
     "test_checker_fixes": "operator_checker's FIXES against the course's sections",
     "test_troubleshooting_index": "the troubleshooting page's error index",
-    "test_survey_plan": "tests/survey_plan.py, the browser survey's plan",
+    "test_survey_plan": "tests/support/survey_plan.py, the browser survey's plan",
     "test_xdist_groups": "tests/conftest.py's worker groups",
 }
 
@@ -138,3 +138,15 @@ def test_each_unit_test_module_is_named_after_the_module_it_tests():
     listed = set(NOT_NAMED_AFTER_A_MODULE)
     present = {p.stem for p in (REPO / "tests" / "unit").glob("test_*.py")}
     assert listed <= present, f"listed but gone: {sorted(listed - present)}"
+
+
+def test_the_tests_folder_holds_tests_and_their_support_apart():
+    # A module that is not a test belongs in tests/support/, so that a
+    # newcomer reading tests/ sees the tests and nothing else.
+    allowed = {"__init__.py", "conftest.py"}
+    strays = [
+        path.name
+        for path in sorted((REPO / "tests").glob("*.py"))
+        if path.name not in allowed and not path.name.startswith("test_")
+    ]
+    assert not strays, f"not tests, move them to tests/support/: {strays}"

@@ -14,7 +14,7 @@ import envs
 import matrix
 import pytest
 
-from tests import pages
+from tests.support import pages
 
 REPO = pages.REPO
 

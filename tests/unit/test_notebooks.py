@@ -6,7 +6,7 @@ import pytest
 
 from pagelib.markdown import UnsupportedMarkup
 from pagelib.records import PageVersions
-from tests.pages import REPO
+from tests.support.pages import REPO
 
 EXAMPLES = sorted(p.stem for p in (REPO / "advanced").glob("*.py"))
 

@@ -10,7 +10,7 @@ import pytest
 from sphinx_gallery import py_source_parser
 
 from pagelib import pagelint, records
-from tests.pages import REPO, pinned_torch
+from tests.support.pages import REPO, pinned_torch
 
 EXAMPLES = sorted(p.stem for p in (REPO / "advanced").glob("*.py"))
 RELEASES = records.matrix_releases(REPO)

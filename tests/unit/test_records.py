@@ -6,8 +6,8 @@ import shutil
 import pytest
 
 from pagelib import records
-from tests.pages import SMALL_BELOW as BELOW
-from tests.pages import page_source, write_page_records
+from tests.support.pages import SMALL_BELOW as BELOW
+from tests.support.pages import page_source, write_page_records
 
 PAGE = page_source(summary="Some prose.", body="x = 1\n")
 

@@ -12,9 +12,9 @@ import re
 import pytest
 
 from pagelib import contract, records
-from tests.pages import SMALL_BELOW as BELOW
-from tests.pages import SMALL_RELEASES as RELEASES
-from tests.pages import page_source, record
+from tests.support.pages import SMALL_BELOW as BELOW
+from tests.support.pages import SMALL_RELEASES as RELEASES
+from tests.support.pages import page_source, record
 
 PAGE = page_source("Edges", floor="2.7")
 DOCUMENT = """

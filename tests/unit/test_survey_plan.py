@@ -1,7 +1,7 @@
-"""The browser survey's plan of views (tests/survey_plan.py), on made-up pages."""
+"""The browser survey's views (tests/support/survey_plan.py), planned on toy pages."""
 
-from tests import survey_plan
-from tests.survey_plan import DARK, FIRST, PHONE, VIEWS
+from tests.support import survey_plan
+from tests.support.survey_plan import DARK, FIRST, PHONE, VIEWS
 
 
 def entry(body, link_title="Link to this definition"):

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from pagelib import translation
-from tests.pages import REPO
+from tests.support.pages import REPO
 
 EXAMPLES = sorted(p.stem for p in (REPO / "advanced").glob("*.py"))
 LANGUAGE = "zh_CN"

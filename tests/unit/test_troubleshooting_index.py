@@ -10,7 +10,7 @@ the page verifies.
 import ast
 import re
 
-from tests.pages import REPO
+from tests.support.pages import REPO
 
 PAGE = REPO / "advanced" / "custom_op_troubleshooting.py"
 

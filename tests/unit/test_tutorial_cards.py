@@ -9,8 +9,8 @@ import pytest
 import tutorial_cards
 
 from pagelib import records
-from tests.pages import SMALL_BELOW as BELOW
-from tests.pages import page_source, write_page_records
+from tests.support.pages import SMALL_BELOW as BELOW
+from tests.support.pages import page_source, write_page_records
 
 PAGE = page_source(summary="Some prose.", body="x = 1\n")
 BELOW_FLOOR = {"result": "below-floor", "error": "needs PyTorch 2.8 or later"}

@@ -58,7 +58,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 SHA = re.compile(r"[0-9a-f]{40}")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pagelib import contract, records
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # The small matrix of the unit tests' projects (``matrix_project``): three
 # supported releases and one below them, where every page must stop.
 SMALL_RELEASES = ["2.7.1", "2.8.0", "2.9.1"]

@@ -19,7 +19,7 @@ import pytest
 
 from pagelib import course, layout
 from pagelib import records as version_records
-from tests.pages import (  # noqa: F401 - example_source: the slow tests take it here
+from tests.support.pages import (  # noqa: F401 - example_source: the slow tests take it here
     REPO,
     example_source,
     matrix_toml,
