@@ -214,6 +214,8 @@ def main():
     lines = missing(Path.cwd())
     for line in lines:
         print(line)
+    # Out before the count on stderr, or a pipe shows them run together.
+    sys.stdout.flush()
     if lines:
         print(
             f"{len(lines)} missing piece(s); see docs/dev/adding-a-page.md",

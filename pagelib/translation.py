@@ -336,3 +336,31 @@ def spaces_beside_chinese_links(message, titles, docname=None):
         ):
             found.append(shown)
     return found
+
+
+# -- Where a message's links and names point -----------------------------------
+
+
+def link_targets(message):
+    """Where the links and cross-references of a piece of inline reST point,
+    as a sorted list of ``(role, target)``: ``("ref", label)``, ``("doc",
+    name)``, ``("py:func", name)``, ``("url", address)``. A translation must
+    point where its English does; the text shown may change, the target may
+    not (a fuzzy guess can keep another page's label)."""
+    found = []
+    for match in INLINE.finditer(message):
+        body = match.group("body")
+        if body is None:
+            continue  # an inline literal
+        role = match.group("role")
+        explicit = EXPLICIT_TARGET.fullmatch(body)
+        target = (explicit.group(2) if explicit else body).strip()
+        if role is None:
+            if match.group("ref") and explicit:
+                found.append(("url", target))
+            continue  # default-role text, or a reference to a named target
+        kind = role.removeprefix("py:")
+        if kind in ("ref", "term", "numref"):
+            target = target.lower()
+        found.append((kind, target.lstrip("~!.")))
+    return sorted(found)

@@ -186,15 +186,55 @@ def merged(template, existing_path, language):
     return catalog
 
 
+def fill_page_boilerplate(catalogs):
+    """Translate, in each page's catalog, the messages that another page's
+    catalog already translates but for the page's own name: Sphinx-Gallery's
+    "Go to the end" note and download links, one copy per page. Babel's fuzzy
+    guess for them keeps the other page's name in its link; here the name is
+    the page's own and the message is done. ``{docname: Catalog}``, in place."""
+    # The gallery's pages only: their names are file names, never words.
+    name_of = {
+        d: d.rpartition("/")[2]
+        for d in catalogs
+        if d.startswith("tutorials/") and d != "tutorials/index"
+    }
+    known = {}
+    for docname in sorted(name_of):
+        name = name_of[docname]
+        for message in catalogs[docname]:
+            if (
+                isinstance(message.id, str)
+                and name in message.id
+                and message.string
+                and not message.fuzzy
+            ):
+                key = message.id.replace(name, "\0")
+                known.setdefault(key, message.string.replace(name, "\0"))
+    for docname, name in name_of.items():
+        for message in catalogs[docname]:
+            if not isinstance(message.id, str) or name not in message.id:
+                continue
+            if message.string and not message.fuzzy:
+                continue
+            translated = known.get(message.id.replace(name, "\0"))
+            if translated is not None:
+                message.string = translated.replace("\0", name)
+                message.flags.discard("fuzzy")
+
+
 def expected_catalogs(language):
     """({path: text} of every catalog as it should be, the stale files, the
     titles links show in ``language``)."""
     pages, site_po = catalog_paths(language)
     wanted = {}
     templates, targets = page_templates()
-    for docname, template in templates.items():
-        path = pages / f"{docname}.po"
-        wanted[path] = render(merged(template, path, language))
+    catalogs = {
+        docname: merged(template, pages / f"{docname}.po", language)
+        for docname, template in templates.items()
+    }
+    fill_page_boilerplate(catalogs)
+    for docname, catalog in catalogs.items():
+        wanted[pages / f"{docname}.po"] = render(catalog)
     wanted[site_po] = render(merged(site_template(), site_po, language))
     stale = [p for p in pages.rglob("*.po") if p not in wanted]
     return wanted, stale, link_titles(targets, language)
@@ -202,7 +242,8 @@ def expected_catalogs(language):
 
 def problems_in(path, language, titles=None):
     """What is wrong with one catalog: fuzzy and untranslated messages,
-    English prose left in a translation, and a visible space between Chinese
+    English prose left in a translation, links that point elsewhere than
+    their English, and a visible space between Chinese
     text and a link whose text is Chinese (``titles``: what links without a
     text of their own show, as ``link_titles`` returns them)."""
     with path.open("rb") as handle:
@@ -231,6 +272,21 @@ def problems_in(path, language, titles=None):
                 found.append(
                     f"{path.relative_to(REPO)}: English left in the translation of "
                     f"{shown!r}: {'; '.join(left)} (quote program text as ``literal``)"
+                )
+            english = translation.link_targets(
+                message.id if isinstance(message.id, str) else message.id[0]
+            )
+            moved = [
+                target
+                for s in strings
+                for target in [translation.link_targets(s)]
+                if target != english
+            ]
+            if moved:
+                found.append(
+                    f"{path.relative_to(REPO)}: the translation of {shown!r} links "
+                    f"elsewhere than its English: {moved[0]} for {english} (keep "
+                    "every target; change only the text a link shows)"
                 )
             spaced = [
                 link

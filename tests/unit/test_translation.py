@@ -174,3 +174,19 @@ def test_a_translated_script_keeps_the_code_and_translates_the_prose(name):
         )
     ]
     assert not left, f"English prose left in the Chinese script: {left}"
+
+
+def test_link_targets_are_where_links_point_not_what_they_show():
+    targets = translation.link_targets
+    assert targets(
+        "See :ref:`Steps <steps>` and `the docs <https://x.example>`__."
+    ) == [
+        ("ref", "steps"),
+        ("url", "https://x.example"),
+    ]
+    # The shown text, a ~ or a case change of a label does not move a link.
+    assert targets(":func:`~torch.compile`, :ref:`步骤 <STEPS>`") == targets(
+        ":py:func:`torch.compile`, :ref:`steps`"
+    )
+    assert targets("``:ref:`x` in a literal`` and `default role`") == []
+    assert targets(":doc:`a`") != targets(":doc:`b`")
