@@ -295,26 +295,38 @@ def _resolved_doc(docname, target):
     return f"{folder}/{target}" if folder else target
 
 
+def link_parts(match):
+    """``(role, text, target)`` of a match of ``INLINE``: ``role`` None for a
+    hyperlink reference or default-role text, ``text`` None where no text is
+    written before a ``<target>``; None for an inline literal."""
+    body = match.group("body")
+    if body is None:
+        return None
+    explicit = EXPLICIT_TARGET.fullmatch(body)
+    if explicit:
+        return match.group("role"), explicit.group(1), explicit.group(2).strip()
+    return match.group("role"), None, body.strip()
+
+
 def link_text(match, titles, docname=None):
     """The text a link of ``INLINE`` shows, or None when it is no link (a
     literal, a code role) or its target's title is not in ``titles``:
     ``{("ref", label) or ("doc", docname): the title as the edition shows it}``."""
-    if match.group("body") is None:
+    parts = link_parts(match)
+    if parts is None:
         return None  # an inline literal
-    role, body = match.group("role"), match.group("body")
-    explicit = EXPLICIT_TARGET.fullmatch(body)
+    role, text, target = parts
     if role is None:  # a hyperlink reference shows its text
         if not match.group("ref"):
             return None
-        return explicit.group(1) if explicit else body
-    if explicit and explicit.group(1):
-        return explicit.group(1)
-    target = explicit.group(2) if explicit else body
+        return target if text is None else text
+    if text:
+        return text
     kind = role.rpartition(":")[2]
     if kind == "ref":
-        return titles.get(("ref", target.strip().lower()))
+        return titles.get(("ref", target.lower()))
     if kind == "doc":
-        return titles.get(("doc", _resolved_doc(docname, target.strip())))
+        return titles.get(("doc", _resolved_doc(docname, target)))
     return None  # a code role: its text is the name
 
 
@@ -349,14 +361,12 @@ def link_targets(message):
     not (a fuzzy guess can keep another page's label)."""
     found = []
     for match in INLINE.finditer(message):
-        body = match.group("body")
-        if body is None:
+        parts = link_parts(match)
+        if parts is None:
             continue  # an inline literal
-        role = match.group("role")
-        explicit = EXPLICIT_TARGET.fullmatch(body)
-        target = (explicit.group(2) if explicit else body).strip()
+        role, text, target = parts
         if role is None:
-            if match.group("ref") and explicit:
+            if match.group("ref") and text is not None:
                 found.append(("url", target))
             continue  # default-role text, or a reference to a named target
         kind = role.removeprefix("py:")
