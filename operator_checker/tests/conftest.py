@@ -21,6 +21,17 @@ if not INSTALLED:
         filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])
     )
 
+
+def pytest_configure(config):
+    # Here rather than in a pyproject.toml: the site's session and the
+    # package's own both load this file.
+    config.addinivalue_line(
+        "markers",
+        "slow: starts child processes that import torch, or waits out a hang "
+        "(make unit leaves these out; make test runs them)",
+    )
+
+
 # The samples file's operators, each with one small sample.
 SAMPLED = (
     "scale",
